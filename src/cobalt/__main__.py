@@ -1,0 +1,6 @@
+"""``python -m cobalt`` is the ``cobalt`` command."""
+import sys
+
+from cobalt.cli import main
+
+sys.exit(main())

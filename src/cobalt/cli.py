@@ -1,0 +1,80 @@
+"""The one command line: ``cobalt <command> [flags]``.
+
+Each command lives in its own module, which defines ``add_arguments(parser)``
+and ``run(args) -> int``. Modules are imported only when their command runs
+(or its ``--help`` is asked for), so ``cobalt --help`` is instant and needs
+none of the heavy dependencies (Ray, torch, verl).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module, one-line help). The paper's scripts map onto these commands.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("cobalt.demo", "End-to-end demo: judge the shipped reference solutions in the sandbox and print a summary."),
+    "exec": ("cobalt.execution.cli", "Run programs against test cases in the sandbox (job file or one program)."),
+    "serve": ("cobalt.execution.serve_cli", "Start the Ray Serve evaluator app (the paper's remote_reward_server.py)."),
+    "preproc-taco": ("cobalt.data.taco", "Clean TACO-verified into problems with public and hidden tests (preproc/preproc_taco.py)."),
+    "preproc-lcb": ("cobalt.data.livecodebench", "Prepare LiveCodeBench release test6 (preproc/preproc_lcb_test6.py)."),
+    "perturb": ("cobalt.data.perturbation", "Perturb public tests for the reward-hacking study (preproc/run_perturbation.py)."),
+    "build-prompts": ("cobalt.data.trajectories", "Turn multi-turn trajectories into partial-trajectory bandit prompts (preproc/process_multi_turn_taco.py)."),
+    "make-verl-data": ("cobalt.data.verl_datasets", "Write single-turn or Cobalt parquet datasets in veRL's row schema."),
+    "train-config": ("cobalt.verl_plugin.config_cli", "Compose and print the veRL GRPO config of a paper training run."),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser; sub-parsers are filled lazily by :func:`main`."""
+    parser = argparse.ArgumentParser(
+        prog="cobalt",
+        description="Cobalt: sandboxed code execution, shaped rewards, trajectory data and veRL training "
+        "for multi-turn code generation.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Commands:\n" + "\n".join(f"  {n:<16} {h}" for n, (_, h) in COMMANDS.items())
+        + "\n\nRun 'cobalt <command> --help' for the flags of a command.",
+    )
+    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument("command", nargs="?", help="one of: " + ", ".join(COMMANDS))
+    return parser
+
+
+def _version() -> str:
+    from cobalt import __version__
+
+    return f"cobalt {__version__}"
+
+
+def command_parser(name: str) -> tuple[argparse.ArgumentParser, object]:
+    """The parser of command ``name`` and its module (imported now)."""
+    module_name, help_text = COMMANDS[name]
+    module = importlib.import_module(module_name)
+    parser = argparse.ArgumentParser(
+        prog=f"cobalt {name}",
+        description=(module.__doc__ or help_text).strip().split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    module.add_arguments(parser)
+    return parser, module
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``cobalt`` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    top = build_parser()
+    if not argv or argv[0] in ("-h", "--help"):
+        top.print_help()
+        return 0
+    if argv[0] == "--version":
+        top.parse_args(argv)
+    name = argv[0]
+    if name not in COMMANDS:
+        top.error(f"unknown command {name!r}; choose from: {', '.join(COMMANDS)}")
+    parser, module = command_parser(name)
+    args = parser.parse_args(argv[1:])
+    return int(module.run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

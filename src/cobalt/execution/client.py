@@ -1,0 +1,196 @@
+"""The one async client that every part of Cobalt uses to run programs.
+
+Two modes behind one interface:
+
+- ``embedded``: the sandboxed executor runs in this process (no Ray), with a
+  bound on concurrent sandboxes. For the CLI, tests and single machines.
+- ``ray``: calls the ``Evaluator`` deployment of the Ray Serve application
+  ``evaluator`` through a deployment handle. The handle is created lazily on
+  the first call, inside the running event loop, never at import time.
+
+Whatever happens (the service is unreachable, a replica dies, the call times
+out, the payload is malformed), :meth:`EvaluatorClient.evaluate` returns an
+:class:`ExecutionResult`; a call that failed is a failing result whose
+feedback says what happened. It never raises for a bad program.
+
+Typical use::
+
+    client = EvaluatorClient.from_env()          # COBALT_EVALUATOR=embedded|ray
+    result = await client.evaluate(code, {"inputs": [...], "outputs": [...]})
+    result.pass_rate, result.passing, result.feedback
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from cobalt.execution.base import ExecOptions, ExecutionResult, Limits, Status, TestCaseError, TestCases
+
+log = logging.getLogger(__name__)
+
+DEFAULT_APP_NAME = "evaluator"
+DEFAULT_DEPLOYMENT_NAME = "Evaluator"
+DEFAULT_TIMEOUT_S = 30.0
+
+
+@dataclass
+class EvaluatorClient:
+    """Async client for the code-execution service (embedded or Ray Serve)."""
+
+    mode: str = "embedded"
+    """'embedded' (in-process sandboxes) or 'ray' (the Serve deployment)."""
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    """Per-program timeout of a call; past it the program scores as failing."""
+    max_concurrency: int | None = None
+    """Programs in flight at once from this client (default: CPUs for embedded, 256 for ray)."""
+    limits: Limits = field(default_factory=Limits)
+    options: ExecOptions = field(default_factory=ExecOptions)
+    ray_address: str | None = None
+    """Ray cluster address for mode 'ray' (None: the current/auto cluster)."""
+    app_name: str = DEFAULT_APP_NAME
+    deployment_name: str = DEFAULT_DEPLOYMENT_NAME
+    retries: int = 1
+    """Extra attempts after a failed (not timed-out) Ray call, e.g. a replica that died."""
+    sandbox: str = "bwrap"
+    """Embedded mode: 'bwrap' or 'none' (trusted code only; warns loudly)."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("embedded", "ray"):
+            raise ValueError(f"mode must be 'embedded' or 'ray', got {self.mode!r}")
+        self._executor = None
+        self._handle = None
+        self._sem: asyncio.Semaphore | None = None
+        self._sem_loop = None
+
+    # -- construction -------------------------------------------------------
+    @classmethod
+    def embedded(cls, **kwargs: Any) -> "EvaluatorClient":
+        """A client running the sandboxed executor in this process."""
+        return cls(mode="embedded", **kwargs)
+
+    @classmethod
+    def ray(cls, address: str | None = None, **kwargs: Any) -> "EvaluatorClient":
+        """A client of the Ray Serve ``Evaluator`` deployment."""
+        return cls(mode="ray", ray_address=address, **kwargs)
+
+    @classmethod
+    def from_env(cls, **kwargs: Any) -> "EvaluatorClient":
+        """Build from ``COBALT_EVALUATOR`` (embedded|ray), ``COBALT_RAY_ADDRESS``,
+        ``COBALT_EVAL_TIMEOUT`` and ``COBALT_EVAL_CONCURRENCY``; kwargs win."""
+        env = {
+            "mode": os.environ.get("COBALT_EVALUATOR", "embedded"),
+            "ray_address": os.environ.get("COBALT_RAY_ADDRESS") or None,
+        }
+        if os.environ.get("COBALT_EVAL_TIMEOUT"):
+            env["timeout_s"] = float(os.environ["COBALT_EVAL_TIMEOUT"])
+        if os.environ.get("COBALT_EVAL_CONCURRENCY"):
+            env["max_concurrency"] = int(os.environ["COBALT_EVAL_CONCURRENCY"])
+        env.update(kwargs)
+        return cls(**env)
+
+    # -- internals ------------------------------------------------------------
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if self._sem is None or self._sem_loop is not loop:
+            default = (os.cpu_count() or 1) if self.mode == "embedded" else 256
+            self._sem = asyncio.Semaphore(self.max_concurrency or default)
+            self._sem_loop = loop
+        return self._sem
+
+    def _local_executor(self):
+        if self._executor is None:
+            from cobalt.execution.local import LocalExecutor
+
+            self._executor = LocalExecutor(limits=self.limits, options=self.options, sandbox=self.sandbox)
+        return self._executor
+
+    def _ray_handle(self):
+        if self._handle is None:
+            import ray
+            from ray import serve
+
+            if not ray.is_initialized():
+                ray.init(address=self.ray_address or "auto", ignore_reinit_error=True, log_to_driver=False)
+            self._handle = serve.get_deployment_handle(self.deployment_name, app_name=self.app_name)
+        return self._handle
+
+    # -- public API -----------------------------------------------------------
+    async def evaluate(self, code: str, test_cases: TestCases | Mapping | str) -> ExecutionResult:
+        """Run ``code`` on ``test_cases``; always returns a result (failing on any error)."""
+        try:
+            tests = TestCases.from_obj(test_cases)
+        except TestCaseError as exc:
+            return ExecutionResult.failure(_guess_len(test_cases), f"invalid test cases: {exc}")
+        if not isinstance(code, str):
+            return ExecutionResult.failure(len(tests), f"invalid code: expected a string, got {type(code).__name__}")
+        async with self._semaphore():
+            if self.mode == "embedded":
+                return await self._evaluate_embedded(code, tests)
+            return await self._evaluate_ray(code, tests)
+
+    async def evaluate_many(self, jobs: Iterable[tuple[str, TestCases | Mapping | str]]) -> list[ExecutionResult]:
+        """Evaluate many ``(code, test_cases)`` pairs concurrently, results in input order."""
+        return list(await asyncio.gather(*(self.evaluate(c, t) for c, t in jobs)))
+
+    async def _evaluate_embedded(self, code: str, tests: TestCases) -> ExecutionResult:
+        executor = self._local_executor()
+        try:
+            return await asyncio.wait_for(executor.run(code, tests), timeout=self.timeout_s)
+        except asyncio.TimeoutError:
+            return ExecutionResult.failure(
+                len(tests), f"evaluation timed out after {self.timeout_s:g} seconds", Status.TIMEOUT
+            )
+
+    async def _evaluate_ray(self, code: str, tests: TestCases) -> ExecutionResult:
+        payload = {"code": code, "test_cases": tests.to_dict()}
+        deadline = time.monotonic() + self.timeout_s
+        last_error = "unknown error"
+        for attempt in range(self.retries + 1):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                handle = self._ray_handle()
+                response = handle.remote(payload)
+                raw = await asyncio.wait_for(_await_response(response), timeout=remaining)
+                return ExecutionResult.from_dict(raw)
+            except asyncio.TimeoutError:
+                return ExecutionResult.failure(
+                    len(tests), f"evaluation timed out after {self.timeout_s:g} seconds", Status.TIMEOUT
+                )
+            except Exception as exc:  # service down, replica died, bad reply: report, maybe retry
+                last_error = f"{type(exc).__name__}: {exc}"
+                log.warning("evaluator call failed (attempt %d): %s", attempt + 1, last_error)
+                self._handle = None
+                await asyncio.sleep(min(0.5 * (attempt + 1), max(deadline - time.monotonic(), 0)))
+        return ExecutionResult.failure(len(tests), f"evaluator call failed: {last_error}")
+
+
+async def _await_response(response: Any) -> Any:
+    # A Serve DeploymentResponse is awaitable; a plain value (tests) is returned as is.
+    if hasattr(response, "__await__"):
+        return await response
+    return response
+
+
+def _guess_len(test_cases: Any) -> int:
+    try:
+        if isinstance(test_cases, str):
+            import json
+
+            test_cases = json.loads(test_cases)
+        return len(test_cases.get("inputs", []))
+    except Exception:
+        return 1
+
+
+def results_equal(a: ExecutionResult, b: ExecutionResult) -> bool:
+    """True when two results agree on verdicts and feedback (timings ignored)."""
+    return a.passing == b.passing and a.feedback == b.feedback and tuple(a.status) == tuple(b.status)
+
+
+__all__: Sequence[str] = ["EvaluatorClient", "results_equal", "DEFAULT_TIMEOUT_S"]

@@ -1,0 +1,145 @@
+"""JSONL input/output with clear errors and crash-safe, resumable writing.
+
+- :func:`iter_jsonl` yields ``(line_no, record)`` and raises :class:`RecordError`
+  naming the file, the line and (where known) the field.
+- :class:`JsonlAppender` appends one record per line, flushed (and fsynced on
+  close) per record, and knows which ids are already done, so a rerun resumes
+  where a crash stopped without duplicates. A torn last line left by a crash is
+  truncated on open.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+
+class RecordError(ValueError):
+    """A bad input record; the message names the file, line and field."""
+
+    def __init__(self, path: str | os.PathLike, line: int | None, field: str | None, message: str):
+        self.path, self.line, self.field = str(path), line, field
+        where = f"{path}"
+        if line is not None:
+            where += f":{line}"
+        if field:
+            where += f": field '{field}'"
+        super().__init__(f"{where}: {message}")
+
+
+def _open_text(path: Path):
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, "r", encoding="utf-8")
+
+
+def iter_jsonl(path: str | os.PathLike, *, skip_bad: bool = False, errors: list | None = None) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, record)`` for each non-blank line of a JSONL file (``.gz`` ok).
+
+    A line that is not valid JSON raises :class:`RecordError`, or, with
+    ``skip_bad``, is appended to ``errors`` and skipped.
+    """
+    path = Path(path)
+    with _open_text(path) as fh:
+        for line_no, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                yield line_no, json.loads(line)
+            except json.JSONDecodeError as exc:
+                err = RecordError(path, line_no, None, f"invalid JSON ({exc.msg} at column {exc.colno})")
+                if not skip_bad:
+                    raise err from None
+                if errors is not None:
+                    errors.append(err)
+
+
+def require_field(record: Any, name: str, types: type | tuple[type, ...], *, path: str, line: int | None) -> Any:
+    """Return ``record[name]`` checked against ``types``; raise :class:`RecordError` otherwise."""
+    if not isinstance(record, Mapping):
+        raise RecordError(path, line, None, f"expected a JSON object, got {type(record).__name__}")
+    if name not in record:
+        raise RecordError(path, line, name, "missing")
+    value = record[name]
+    if not isinstance(value, types):
+        names = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+        raise RecordError(path, line, name, f"expected {names}, got {type(value).__name__}")
+    return value
+
+
+@dataclass
+class JsonlAppender:
+    """Append-only JSONL writer that resumes: ``done`` holds the ids already written.
+
+    Use as a context manager. Each :meth:`write` appends one line and flushes, so
+    a crash loses at most the record being written; on open, a torn final line is
+    cut off before appending.
+    """
+
+    path: Path
+    id_field: str = "id"
+
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)
+        self.done: set = set()
+        self._fh = None
+
+    def __enter__(self) -> "JsonlAppender":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists():
+            self._repair_and_scan()
+        self._fh = open(self.path, "a", encoding="utf-8")
+        return self
+
+    def _repair_and_scan(self) -> None:
+        good_end = 0
+        with open(self.path, "rb") as fh:
+            offset = 0
+            for raw in fh:
+                offset += len(raw)
+                if not raw.endswith(b"\n"):
+                    break  # torn final line from a crash
+                try:
+                    rec = json.loads(raw)
+                except json.JSONDecodeError:
+                    break
+                good_end = offset
+                if isinstance(rec, Mapping) and self.id_field in rec:
+                    self.done.add(_hashable(rec[self.id_field]))
+        if good_end != self.path.stat().st_size:
+            with open(self.path, "r+b") as fh:
+                fh.truncate(good_end)
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        """Append ``record`` as one JSON line and flush it."""
+        assert self._fh is not None, "use JsonlAppender as a context manager"
+        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._fh.flush()
+        if self.id_field in record:
+            self.done.add(_hashable(record[self.id_field]))
+
+    def __exit__(self, *exc) -> None:
+        if self._fh is not None:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+            self._fh = None
+
+
+def _hashable(value: Any) -> Any:
+    return json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else value
+
+
+def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
+    """Write ``obj`` as JSON to ``path`` through a temporary file and a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(obj, fh, ensure_ascii=False, indent=2)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
