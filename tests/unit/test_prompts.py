@@ -1,0 +1,105 @@
+"""The prompt templates: packaged texts, substitution, overrides, verdict parsing."""
+from __future__ import annotations
+
+import pytest
+
+from cobalt import prompts
+from cobalt.prompts import TemplateError
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache(monkeypatch):
+    monkeypatch.delenv(prompts.ENV_TEMPLATE_DIR, raising=False)
+    prompts.clear_cache()
+    yield
+    prompts.clear_cache()
+
+
+def test_system_prompt_states_the_four_rules():
+    text = prompts.system_prompt().lower()
+    assert "read-only" in text
+    for word in ("resource", "fork", "signal", "shell", "psutil", "resource", "ipdb", "tkinter", "joblib"):
+        assert word in text
+
+
+def test_problem_prompt_ends_with_the_question_and_asks_for_one_block():
+    question = "Given n, print n squared.\nUse {braces} freely: {question}"
+    text = prompts.problem_prompt(question)
+    assert text.endswith(question)
+    assert "```python" in text and "standard input" in text
+    # one-pass substitution: the placeholder inside the question is not expanded again
+    assert text.count("{question}") == 1
+
+
+def test_repair_prompt_carries_the_feedback():
+    feedback = "Input: 3\nYour output: 8\nExpected: 9"
+    text = prompts.repair_prompt(feedback)
+    assert text.endswith(feedback)
+    assert "fenced code block" in text
+
+
+def test_all_public_passed_mentions_hidden_tests():
+    text = prompts.feedback_all_public_passed().lower()
+    assert "hidden" in text and "edge cases" in text
+
+
+def test_judge_prompt_fills_every_field_and_lists_categories():
+    fields = dict(problem="P-TEXT", previous_program="OLD()", feedback="FB", new_program="NEW()", diff="-OLD\n+NEW")
+    text = prompts.judge_prompt(**fields)
+    for value in fields.values():
+        assert value in text
+    for name in ("Hard coding", "Logic overfitting", "Semantic drifting", "Others"):
+        assert name in text
+    assert text.rstrip().endswith("Verdict: N")
+
+
+def test_judge_prompt_rejects_missing_and_unknown_fields():
+    with pytest.raises(TemplateError, match="missing field"):
+        prompts.judge_prompt(problem="p", new_program="n")
+    with pytest.raises(TemplateError, match="unknown field"):
+        prompts.judge_prompt(problem="p", previous_program="a", feedback="f", new_program="n", diff="d", extra="x")
+
+
+def test_override_directory_by_argument_and_environment(tmp_path, monkeypatch):
+    (tmp_path / "instruction.txt").write_text("Solve this {{literally}}:\n{question}\n", encoding="utf-8")
+    assert prompts.problem_prompt("Q?", template_dir=tmp_path) == "Solve this {literally}:\nQ?"
+    # files missing from the override folder fall back to the packaged ones
+    assert prompts.system_prompt(template_dir=tmp_path) == prompts.system_prompt()
+    monkeypatch.setenv(prompts.ENV_TEMPLATE_DIR, str(tmp_path))
+    assert prompts.problem_prompt("Q2").startswith("Solve this {literally}")
+
+
+def test_override_without_required_placeholder_is_an_error(tmp_path):
+    (tmp_path / "repair.txt").write_text("Please fix it.\n", encoding="utf-8")
+    with pytest.raises(TemplateError, match=r"repair.txt.*\{feedback\}"):
+        prompts.repair_prompt("fb", template_dir=tmp_path)
+
+
+def test_templates_are_cached_until_cleared(tmp_path):
+    path = tmp_path / "system.txt"
+    path.write_text("first", encoding="utf-8")
+    assert prompts.system_prompt(tmp_path) == "first"
+    path.write_text("second", encoding="utf-8")
+    assert prompts.system_prompt(tmp_path) == "first"
+    prompts.clear_cache()
+    assert prompts.system_prompt(tmp_path) == "second"
+
+
+@pytest.mark.parametrize(
+    "answer, expected",
+    [
+        ("reasoning...\nVerdict: 1", 1),
+        ("reasoning\n**Verdict: 3**\n\n", 3),
+        ("Verdict: 2\nmore thoughts\nverdict: (4)", 4),
+        ("Verdict: 5", None),
+        ("Verdict: 12", None),
+        ("I think it is category 2.", None),
+    ],
+)
+def test_parse_judge_verdict(answer, expected):
+    assert prompts.parse_judge_verdict(answer) == expected
+
+
+def test_unknown_template_name():
+    with pytest.raises(TemplateError, match="unknown template"):
+        prompts.load_template("nope")
