@@ -1,0 +1,215 @@
+"""Building the bubblewrap command that isolates one program run.
+
+What the sandbox sees (everything read-only unless said otherwise):
+
+- ``/usr`` (and the ``/bin``, ``/lib``, ``/lib64``, ``/sbin`` links or binds of a
+  merged-/usr system) and the Python installation's prefix, with its
+  site-packages hidden by an empty tmpfs unless packages are allowed;
+- the runner script, at ``/cobalt/runner.py``;
+- a private ``/proc`` of its own PID namespace, a ``/dev`` holding only null,
+  zero, random and urandom, and a private, size-limited, writable ``/tmp``.
+
+Nothing else of the host exists inside: not /etc, not /home or /root, not the
+working directory with its datasets and hidden tests. The environment is
+replaced by a minimal one. All namespaces but the mount namespace's view are
+unshared (network, IPC, UTS, PID, cgroup); the sandbox runs in a new session
+and dies with its parent.
+
+When the caller is root, bubblewrap runs without a user namespace, keeps only
+CAP_SETUID/CAP_SETGID, and the runner immediately becomes a fresh unprivileged
+uid (so RLIMIT_NPROC is enforced and no capability remains). Otherwise the
+sandbox runs in a new user namespace as uid 65534.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import secrets
+import shutil
+import site
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+RUNNER_SOURCE = Path(__file__).with_name("_runner.py")
+RUNNER_IN_SANDBOX = "/cobalt/runner.py"
+SANDBOX_UID = 65534
+# Fresh uids for root mode are drawn from this range (no such users exist).
+UID_RANGE = (1 << 21, 1 << 30)
+STACK_BYTES = 256 << 20
+
+MINIMAL_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "HOME": "/tmp",
+    "TMPDIR": "/tmp",
+    "PYTHONIOENCODING": "utf-8",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONHASHSEED": "0",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap is missing or cannot create its namespaces here."""
+
+
+@dataclass(frozen=True)
+class PythonInstall:
+    """Where the interpreter and its standard library live on the host."""
+
+    executable: str
+    prefix: str
+    site_packages: tuple[str, ...]
+    venv_site_packages: tuple[str, ...]
+
+
+@functools.lru_cache(maxsize=1)
+def python_install() -> PythonInstall:
+    """The host interpreter that sandboxed programs run with (the base one, not a venv's link)."""
+    exe = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+    prefix = os.path.realpath(sys.base_prefix)
+    base_site = []
+    for key in ("purelib", "platlib"):
+        path = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_prefix}).get(key)
+        if path and os.path.isdir(path) and path not in base_site:
+            base_site.append(os.path.realpath(path))
+    venv_site = []
+    if sys.prefix != sys.base_prefix:
+        for path in site.getsitepackages():
+            real = os.path.realpath(path)
+            if os.path.isdir(real) and real not in venv_site and real not in base_site:
+                venv_site.append(real)
+    return PythonInstall(exe, prefix, tuple(base_site), tuple(venv_site))
+
+
+def _is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def _ancestor_dirs(path: str) -> list[str]:
+    parts = Path(path).parts[1:-1]
+    out, cur = [], ""
+    for part in parts:
+        cur += "/" + part
+        out.append(cur)
+    return out
+
+
+def _system_dirs() -> list[str]:
+    """bwrap arguments recreating /bin, /lib, /lib64, /sbin as on the host."""
+    args: list[str] = []
+    for name in ("bin", "lib", "lib64", "lib32", "sbin"):
+        host = "/" + name
+        if os.path.islink(host):
+            args += ["--symlink", os.readlink(host), host]
+        elif os.path.isdir(host):
+            args += ["--ro-bind", host, host]
+    return args
+
+
+def bwrap_argv(*, tmpfs_bytes: int, allow_packages: bool, as_root: bool | None = None) -> list[str]:
+    """The full command line: bubblewrap options, then the runner under ``python -S``."""
+    py = python_install()
+    as_root = _is_root() if as_root is None else as_root
+    bwrap = shutil.which("bwrap") or "bwrap"
+    args = [
+        bwrap,
+        "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+        "--die-with-parent", "--new-session", "--hostname", "sandbox",
+        "--ro-bind", "/usr", "/usr",
+    ]
+    args += _system_dirs()
+    made: set[str] = {"/usr"}
+    binds = [py.prefix] if not py.prefix.startswith("/usr/") and py.prefix != "/usr" else []
+    if allow_packages:
+        binds += [p for p in py.venv_site_packages if not any(p.startswith(b + "/") for b in binds)]
+    for target in binds:
+        for d in _ancestor_dirs(target + "/x"):
+            if d not in made and d != target:
+                args += ["--perms", "0755", "--dir", d]
+                made.add(d)
+        args += ["--ro-bind", target, target]
+    if not allow_packages:
+        # The interpreter's own site-packages: present on disk, hidden inside.
+        for path in py.site_packages:
+            if os.path.isdir(path):
+                args += ["--tmpfs", path, "--remount-ro", path]
+    args += ["--perms", "0755", "--dir", "/cobalt", "--ro-bind", str(RUNNER_SOURCE), RUNNER_IN_SANDBOX]
+    args += ["--proc", "/proc", "--perms", "0755", "--dir", "/dev"]
+    for dev in ("null", "zero", "random", "urandom"):
+        args += ["--dev-bind", f"/dev/{dev}", f"/dev/{dev}"]
+    args += ["--symlink", "/proc/self/fd", "/dev/fd"]
+    args += ["--perms", "1777", "--size", str(int(tmpfs_bytes)), "--tmpfs", "/tmp"]
+    if as_root:
+        args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    else:
+        args += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--disable-userns"]
+    args += ["--chdir", "/tmp", "--", py.executable, "-S", "-B", RUNNER_IN_SANDBOX]
+    return args
+
+
+def direct_argv() -> list[str]:
+    """The runner without a sandbox (``--no-sandbox``: resource limits only)."""
+    return [python_install().executable, "-S", "-B", str(RUNNER_SOURCE)]
+
+
+def fresh_uid() -> int | None:
+    """A random unprivileged uid for one root-mode sandbox (None when not root)."""
+    if not _is_root():
+        return None
+    lo, hi = UID_RANGE
+    return lo + secrets.randbelow(hi - lo)
+
+
+def raise_stack_limit() -> None:
+    """Raise this process's soft stack limit (inherited by sandboxes) so deep recursion works.
+    Done once in the parent: a preexec_fn is unsafe in a threaded process."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    want = STACK_BYTES if hard == resource.RLIM_INFINITY else min(STACK_BYTES, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
+    except (ValueError, OSError):
+        pass
+
+
+@functools.lru_cache(maxsize=4)
+def check_sandbox(tmpfs_bytes: int = 1 << 20) -> str:
+    """Run a trivial program in the sandbox; return bwrap's version or raise
+    :class:`SandboxUnavailable` saying why and what to do."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxUnavailable(
+            "bubblewrap (bwrap) is not installed. Install it with 'sudo apt-get install bubblewrap' "
+            "(Debian/Ubuntu) or 'dnf install bubblewrap'; without root, ask an administrator, or "
+            "use a conda environment ('conda install -c conda-forge bubblewrap'). "
+            "Only for trusted code: --no-sandbox."
+        )
+    try:
+        version = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SandboxUnavailable(f"cannot run {bwrap}: {exc}") from None
+    argv = bwrap_argv(tmpfs_bytes=tmpfs_bytes, allow_packages=False)
+    argv = argv[: argv.index("--") + 1] + [python_install().executable, "-S", "-c", "print('ok')"]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=MINIMAL_ENV)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SandboxUnavailable(f"bubblewrap failed to start: {exc}") from None
+    if proc.returncode != 0 or proc.stdout.strip() != "ok":
+        raise SandboxUnavailable(
+            f"bubblewrap cannot create its sandbox here ({version or 'unknown version'}): "
+            f"{proc.stderr.strip() or 'exit code ' + str(proc.returncode)}. "
+            "Unprivileged user namespaces may be disabled: enable them "
+            "(sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 also "
+            "kernel.apparmor_restrict_unprivileged_userns=0), run as root, or, inside Docker, "
+            "start the container with --security-opt seccomp=unconfined --cap-add SYS_ADMIN. "
+            "Only for trusted code: --no-sandbox."
+        )
+    return version
