@@ -1,0 +1,93 @@
+"""The reward function that verl calls: a thin adapter over :func:`cobalt.reward.compute_score`.
+
+verl 0.9.1 loads it with ``reward.custom_reward_function.path=pkg://cobalt.verl_plugin.reward``
+(``name=compute_score``, the default) and, because it is a coroutine function,
+awaits it inside the reward worker's event loop. verl passes keyword arguments
+``data_source``, ``solution_str`` (the decoded response, special tokens skipped),
+``ground_truth`` (``reward_model.ground_truth`` of the row: the test cases as
+JSON) and ``extra_info`` (the row's ``extra_info`` dict, to which verl adds
+``num_turns`` and ``rollout_reward_scores``), plus anything listed under
+``custom_reward_function.reward_kwargs``.
+
+verl never tells the function whether a row is a validation row, so the flag
+comes from the data: ``extra_info["is_val"]`` (written by ``cobalt make-verl-data``).
+
+The dict returned here has ``score`` (the reward) and a fixed set of flat keys
+(:data:`REWARD_INFO_KEYS`): verl turns every key into a per-sample column,
+stacking rows by the keys of the first one, so a key missing from one row, or
+a nested value, would break the batch.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+__all__ = ["COMPONENT_KEYS", "REWARD_INFO_KEYS", "compute_score", "flatten_for_verl"]
+
+COMPONENT_KEYS = ("correctness", "improvement", "format")
+REWARD_INFO_KEYS = ("score", "acc", "pass_rate", *COMPONENT_KEYS, "reward_failed")
+
+
+async def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: str,
+    extra_info: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """Score one response for verl: Cobalt's shaped reward in training, 1/0 in validation.
+
+    Delegates to :func:`cobalt.reward.compute_score` (imported on first call, so
+    that loading this module through ``pkg://`` stays cheap) and returns its
+    result flattened by :func:`flatten_for_verl`.
+    """
+    from cobalt.reward import compute_score as cobalt_compute_score
+
+    result = await cobalt_compute_score(
+        data_source=data_source,
+        solution_str=solution_str,
+        ground_truth=ground_truth,
+        extra_info=dict(extra_info or {}),
+        **kwargs,
+    )
+    return flatten_for_verl(result)
+
+
+def flatten_for_verl(result: Mapping[str, Any] | float, *, failed: bool = False) -> dict[str, Any]:
+    """A reward result as verl's extra info: exactly the keys of :data:`REWARD_INFO_KEYS`.
+
+    verl stacks the extra info of a batch key by key, taking the keys of the
+    first row, so every row must carry the same keys whatever branch of the
+    reward it went through. ``score`` is a float; ``acc`` is the result's
+    ``acc``, else 1.0/0.0 for a fully/not fully passing ``pass_rate``, else the
+    score (a bare number, as verl does); ``pass_rate`` and the reward
+    components (``correctness``, ``improvement``, ``format``, found at the top
+    level or under ``components``) are floats or ``None`` when unknown (verl's
+    metrics skip ``None``); ``reward_failed`` is 1 for a row that could not be
+    scored (its ``acc`` is then 0).
+    """
+    if not isinstance(result, Mapping):
+        result = {"score": result}
+    if "score" not in result:
+        raise KeyError(f"reward result has no 'score' key (keys: {sorted(result)})")
+    nested = result.get("components")
+    nested = nested if isinstance(nested, Mapping) else {}
+    flat: dict[str, Any] = {"score": float(result["score"])}
+    flat["pass_rate"] = _number_or_none(result.get("pass_rate"))
+    for key in COMPONENT_KEYS:
+        flat[key] = _number_or_none(result.get(key, nested.get(key)))
+    acc = _number_or_none(result.get("acc"))
+    if acc is None and flat["pass_rate"] is not None:
+        acc = 1.0 if flat["pass_rate"] >= 1.0 else 0.0
+    if failed:
+        acc = 0.0
+    flat["acc"] = flat["score"] if acc is None else acc
+    flat["reward_failed"] = 1 if failed else 0
+    return {key: flat[key] for key in REWARD_INFO_KEYS}
+
+
+def _number_or_none(value: Any) -> float | None:
+    """``value`` as a float, or ``None`` when it is absent, not a number or NaN."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        return None
+    return float(value)
