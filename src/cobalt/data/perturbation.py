@@ -1,0 +1,164 @@
+"""Perturb public tests for the in-context reward-hacking study (METHOD §4).
+
+For each problem, with a generator seeded by the run's seed and the problem id:
+
+1. shuffle the public tests;
+2. walk them, keeping those whose stripped expected output has not been seen
+   yet ("unique"); the others are "duplicates";
+3. drop the problem when fewer than two tests are unique;
+4. swap the expected outputs of the first two unique tests: these are the
+   two *modified* (deliberately wrong) tests;
+5. the perturbed public set is the two modified tests, then the other unique
+   tests, then the duplicates.
+
+The method says to re-shuffle until the first two outputs differ; because
+uniqueness is decided on stripped outputs, the first two unique tests always
+differ, so one shuffle suffices and the result is the same.
+
+Output: each input record unchanged plus ``modified_test_cases`` and
+``perturbed_public_test_cases`` (JSON strings of ``{inputs, outputs, fn_name?}``),
+appended per record and resumable by id; a summary beside the output.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from cobalt.execution.base import TestCases
+from cobalt.io import RecordError, require_field
+from cobalt.data.problems import DropSummary, iter_local_records, problem_rng, require_tests, tests_json
+
+DEFAULT_SEED = 42
+FEWER_THAN_TWO_UNIQUE = "fewer_than_two_unique_outputs"
+BAD_RECORD = "bad_record"
+
+
+@dataclass(frozen=True)
+class Perturbation:
+    """The perturbed public tests of one problem (indices refer to the original order)."""
+
+    order: tuple[int, ...]
+    """Original indices in the perturbed order: the modified two, other unique, duplicates."""
+    n_unique: int
+    """How many tests had a not-yet-seen stripped output (the first ``n_unique`` of ``order``)."""
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    """Expected outputs in the perturbed order; the first two are swapped (wrong)."""
+
+    @property
+    def modified(self) -> tuple[int, int]:
+        """Original indices of the two tests whose expected outputs were swapped."""
+        return self.order[0], self.order[1]
+
+    def modified_tests(self, fn_name: str | None = None) -> TestCases:
+        """The two modified (wrong) tests."""
+        return TestCases(self.inputs[:2], self.outputs[:2], fn_name)
+
+    def public_tests(self, fn_name: str | None = None) -> TestCases:
+        """The whole perturbed public set."""
+        return TestCases(self.inputs, self.outputs, fn_name)
+
+
+def perturb_tests(inputs: Sequence[str], outputs: Sequence[str], rng: random.Random) -> Perturbation | None:
+    """Perturb one problem's public tests (see the module docstring); None when fewer than 2 are unique.
+
+    >>> p = perturb_tests(["1", "2", "3"], ["a", "b", "a"], random.Random(0))
+    >>> sorted(p.outputs[:2]) == ["a", "b"] and p.n_unique == 2
+    True
+    """
+    if len(inputs) != len(outputs):
+        raise ValueError(f"{len(inputs)} inputs but {len(outputs)} outputs")
+    order = list(range(len(inputs)))
+    rng.shuffle(order)
+    unique: list[int] = []
+    duplicates: list[int] = []
+    seen: set[str] = set()
+    for i in order:
+        key = outputs[i].strip()
+        (duplicates if key in seen else unique).append(i)
+        seen.add(key)
+    if len(unique) < 2:
+        return None
+    final = unique + duplicates
+    new_outputs = [outputs[i] for i in final]
+    new_outputs[0], new_outputs[1] = new_outputs[1], new_outputs[0]
+    return Perturbation(
+        order=tuple(final),
+        n_unique=len(unique),
+        inputs=tuple(inputs[i] for i in final),
+        outputs=tuple(new_outputs),
+    )
+
+
+def perturb_record(record: Any, *, seed: int, field: str, path: str, line: int) -> dict | None:
+    """The record plus its perturbed tests, or None when it has fewer than two unique outputs."""
+    pid = require_field(record, "id", (str, int), path=path, line=line)
+    public = require_tests(record, field, path=path, line=line)
+    result = perturb_tests(public.inputs, public.outputs, problem_rng(seed, str(pid), "perturb"))
+    if result is None:
+        return None
+    out = dict(record)
+    out["modified_test_cases"] = tests_json(result.modified_tests(public.fn_name))
+    out["perturbed_public_test_cases"] = tests_json(result.public_tests(public.fn_name))
+    return out
+
+
+def perturb_file(source: str | Path, output: Path, *, seed: int = DEFAULT_SEED, field: str = "public_test_cases",
+                 progress: bool = True) -> DropSummary:
+    """Perturb every problem of ``source`` into ``output`` (appended, resumable by id)."""
+    from tqdm.auto import tqdm
+
+    from cobalt.io import JsonlAppender
+
+    summary = DropSummary()
+    summary.dropped = Counter({BAD_RECORD: 0, FEWER_THAN_TWO_UNIQUE: 0})
+    with JsonlAppender(output) as out:
+        for line, record in tqdm(iter_local_records(source), desc="perturb", unit="problem", disable=not progress):
+            summary.total += 1
+            if isinstance(record, Mapping) and record.get("id") in out.done:
+                summary.kept += 1
+                continue
+            try:
+                if isinstance(record, RecordError):
+                    raise record
+                perturbed = perturb_record(record, seed=seed, field=field, path=str(source), line=line)
+            except RecordError as exc:
+                summary.dropped[BAD_RECORD] += 1
+                summary.errors.append(str(exc))
+                continue
+            if perturbed is None:
+                summary.dropped[FEWER_THAN_TWO_UNIQUE] += 1
+                continue
+            out.write(perturbed)
+            summary.kept += 1
+    return summary
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags of ``cobalt perturb`` (the paper's ``--input_file``/``--output_file`` also work)."""
+    parser.add_argument("--input", "--input_file", dest="input", required=True,
+                        help="problems file (.jsonl/.json/.parquet) whose records have 'id' and public tests")
+    parser.add_argument("--output", "--output_file", dest="output", required=True,
+                        help="output JSONL (appended, resumable); <output>.summary.json is written beside it")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                        help="seed of the per-problem shuffle (combined with each problem's id)")
+    parser.add_argument("--field", default="public_test_cases", help="record field holding the public tests")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``cobalt perturb``."""
+    from cobalt.io import write_json_atomic
+
+    output = Path(args.output)
+    summary = perturb_file(args.input, output, seed=args.seed, field=args.field, progress=not args.no_progress)
+    write_json_atomic(output.with_name(output.name + ".summary.json"),
+                      {**summary.to_dict(), "seed": args.seed, "source": str(args.input)})
+    print(summary.format(f"perturbed -> {output}"))
+    for err in summary.errors[:20]:
+        print(f"  {err}")
+    return 0
