@@ -1,0 +1,195 @@
+"""Async scoring of one response for training: extract, execute, shape.
+
+:func:`compute_score` has the signature that veRL's reward loop awaits
+(``data_source, solution_str, ground_truth, extra_info``). It takes the last
+fenced block of the response (:func:`cobalt.text.extract_code`), runs it on the
+row's tests through :class:`~cobalt.execution.client.EvaluatorClient` and
+returns the shaped reward with its parts as a dict whose ``score`` key veRL
+reads (every other key becomes a logged column; the key set and each value's
+type are the same for every row, as veRL stacks rows by the first row's keys).
+
+Nothing in one row raises into the batch: malformed ground truth, a failed or
+timed-out evaluation, an unexpected exception all score ``-1`` in training and
+``0`` in validation, with the reason logged and returned under ``reason``.
+
+The client is built on first use (``EvaluatorClient.from_env()``, i.e.
+``COBALT_EVALUATOR`` etc.) and cached in this module; a caller or test may pass
+its own with ``client=...``. The bound on rows in flight (``COBALT_REWARD_CONCURRENCY``,
+default 64 as in the paper) is a semaphore made inside the running event loop.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any, Mapping
+
+from cobalt.reward.shaped import (
+    NO_CODE_TRAIN_REWARD,
+    NO_CODE_VAL_REWARD,
+    RewardBreakdown,
+    shaped_reward_breakdown,
+)
+from cobalt.reward.tokens import TokenCounter
+from cobalt.text import extract_code
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONCURRENCY = 64
+CONCURRENCY_ENV = "COBALT_REWARD_CONCURRENCY"
+VAL_SPLITS = frozenset({"val", "valid", "validation", "test"})
+FAILED_TRAIN_REWARD = NO_CODE_TRAIN_REWARD
+FAILED_VAL_REWARD = NO_CODE_VAL_REWARD
+CLIENT_GRACE_S = 5.0
+"""Extra wait beyond the client's own timeout before the row is given up."""
+
+_state: dict[str, Any] = {"client": None, "sem": None, "loop": None}
+
+
+def _default_client():
+    if _state["client"] is None:
+        from cobalt.execution.client import EvaluatorClient
+
+        _state["client"] = EvaluatorClient.from_env()
+    return _state["client"]
+
+
+def _semaphore() -> asyncio.Semaphore:
+    loop = asyncio.get_running_loop()
+    if _state["sem"] is None or _state["loop"] is not loop:
+        limit = int(os.environ.get(CONCURRENCY_ENV) or DEFAULT_CONCURRENCY)
+        _state["sem"] = asyncio.Semaphore(max(limit, 1))
+        _state["loop"] = loop
+    return _state["sem"]
+
+
+def is_validation_row(extra_info: Mapping[str, Any] | None) -> bool:
+    """Whether a row is scored as validation (1 or 0): ``extra_info["is_val"]`` when
+    present, else ``extra_info["split"]`` in {val, valid, validation, test}.
+
+    >>> is_validation_row({"is_val": True}), is_validation_row({"split": "test"}), is_validation_row(None)
+    (True, True, False)
+    >>> is_validation_row({"is_val": False, "split": "test"})
+    False
+    """
+    if not isinstance(extra_info, Mapping):
+        return False
+    if extra_info.get("is_val") is not None:
+        return bool(extra_info["is_val"])
+    split = extra_info.get("split")
+    return isinstance(split, str) and split.lower() in VAL_SPLITS
+
+
+def _prev_best(extra_info: Mapping[str, Any] | None) -> float:
+    value = extra_info.get("prev_best_pass_rate") if isinstance(extra_info, Mapping) else None
+    if value is None:
+        return 0.0
+    value = float(value)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"extra_info.prev_best_pass_rate must be in [0, 1], got {value!r}")
+    return value
+
+
+def _result(
+    breakdown: RewardBreakdown,
+    *,
+    has_code: bool,
+    n_tests: int,
+    failed: bool = False,
+    reason: str = "",
+) -> dict[str, Any]:
+    out = breakdown.to_dict()
+    out["format_violation"] = breakdown.format_violation or ""
+    for key in ("think_tokens", "answer_tokens", "explanation_tokens"):
+        out[key] = -1 if out[key] is None else out[key]
+    out["pass_rate"] = 0.0 if breakdown.pass_rate is None else breakdown.pass_rate
+    out["acc"] = 1.0 if breakdown.pass_rate == 1.0 else 0.0
+    out["has_code"] = has_code
+    out["n_tests"] = n_tests
+    out["eval_failed"] = failed
+    out["reason"] = reason or out["format_violation"]
+    return out
+
+
+def _failure(reason: str, *, is_val: bool, prev_best: float, has_code: bool, n_tests: int, where: str) -> dict:
+    log.warning("reward: %s scores as failed: %s", where, reason)
+    score = FAILED_VAL_REWARD if is_val else FAILED_TRAIN_REWARD
+    breakdown = RewardBreakdown(score, score, 0.0, 0.0, None, prev_best, is_val)
+    return _result(breakdown, has_code=has_code, n_tests=n_tests, failed=True, reason=reason)
+
+
+async def compute_score(
+    data_source: Any,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """Score one response: run its last code block on ``ground_truth`` and shape the reward.
+
+    ``ground_truth`` is the row's test cases (JSON ``{"inputs", "outputs", "fn_name"?}``
+    or the mapping itself). From ``extra_info``: ``prev_best_pass_rate`` (default 0)
+    and the validation flag (:func:`is_validation_row`). Keyword ``client=`` gives the
+    :class:`EvaluatorClient` to use, ``token_counter=`` the tokenizer for the length
+    terms; other keywords (veRL passes some) are ignored. Never raises.
+
+    Returns a dict with ``score`` and, for logging, ``pass_rate``, ``acc``,
+    ``correctness``, ``improvement``, ``format`` and the details listed in
+    docs/REWARD.md.
+    """
+    is_val = is_validation_row(extra_info)
+    index = extra_info.get("index") if isinstance(extra_info, Mapping) else None
+    where = f"row {index!r} of {data_source!r}" if index is not None else f"a row of {data_source!r}"
+    try:
+        prev_best = _prev_best(extra_info)
+    except (TypeError, ValueError) as exc:
+        return _failure(f"bad extra_info: {exc}", is_val=is_val, prev_best=0.0, has_code=False, n_tests=0, where=where)
+    async with _semaphore():
+        try:
+            return await _score(solution_str, ground_truth, is_val, prev_best, where, kwargs)
+        except Exception as exc:  # noqa: BLE001 - one row must never fail the batch
+            return _failure(
+                f"unexpected {type(exc).__name__}: {exc}",
+                is_val=is_val, prev_best=prev_best, has_code=False, n_tests=0, where=where,
+            )
+
+
+async def _score(
+    response: Any, ground_truth: Any, is_val: bool, prev_best: float, where: str, kwargs: Mapping[str, Any]
+) -> dict[str, Any]:
+    from cobalt.execution.base import TestCaseError, TestCases
+
+    if not isinstance(response, str):
+        return _failure(f"response is {type(response).__name__}, not str", is_val=is_val,
+                        prev_best=prev_best, has_code=False, n_tests=0, where=where)
+    try:
+        tests = TestCases.from_obj(ground_truth, where="ground_truth")
+    except TestCaseError as exc:
+        return _failure(f"malformed ground truth: {exc}", is_val=is_val, prev_best=prev_best,
+                        has_code=False, n_tests=0, where=where)
+    if len(tests) == 0:
+        return _failure("malformed ground truth: no test cases", is_val=is_val, prev_best=prev_best,
+                        has_code=False, n_tests=0, where=where)
+    counter: TokenCounter | None = kwargs.get("token_counter")
+    code = extract_code(response)
+    if code is None:
+        breakdown = shaped_reward_breakdown(response, None, prev_best, is_val=is_val, token_counter=counter)
+        return _result(breakdown, has_code=False, n_tests=len(tests), reason="no code block")
+    client = kwargs.get("client") or _default_client()
+    wait_s = float(getattr(client, "timeout_s", 30.0)) + CLIENT_GRACE_S
+    try:
+        result = await asyncio.wait_for(client.evaluate(code, tests), timeout=wait_s)
+    except asyncio.TimeoutError:
+        return _failure(f"evaluation did not return within {wait_s:g} s", is_val=is_val,
+                        prev_best=prev_best, has_code=True, n_tests=len(tests), where=where)
+    if result.error is not None or len(result.passing) != len(tests):
+        reason = result.error or f"{len(result.passing)} verdicts for {len(tests)} tests"
+        return _failure(f"evaluation failed: {reason}", is_val=is_val, prev_best=prev_best,
+                        has_code=True, n_tests=len(tests), where=where)
+    breakdown = shaped_reward_breakdown(response, result.pass_rate, prev_best, is_val=is_val, token_counter=counter)
+    return _result(breakdown, has_code=True, n_tests=len(tests))
+
+
+def reset_client() -> None:
+    """Forget the cached client (e.g. after changing ``COBALT_EVALUATOR``)."""
+    _state["client"] = None
