@@ -179,3 +179,14 @@ def test_help_lists_flags(capsys):
     text = capsys.readouterr().out
     for flag in ("--input", "--hub-file", "--output", "--starter-code", "--template-dir", "--max-decoded-mb"):
         assert flag in text
+
+
+def test_paper_script_shim_prepares_the_file(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "o.jsonl"
+    proc = subprocess.run([sys.executable, str(REPO / "preproc" / "preproc_lcb_test6.py"), "--input", str(FIXTURE),
+                           "--output", str(out), "--no-progress"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert len(out.read_text().splitlines()) == 6 and "6 kept of 9" in proc.stdout

@@ -141,3 +141,17 @@ def test_real_problems_are_dropped_exactly_when_fewer_than_two_outputs_differ(tm
     kept = [json.loads(line)["id"] for line in outs[0].splitlines()]
     assert kept == expected and 0 < len(kept) < len(rows)
     assert summary.dropped[FEWER_THAN_TWO_UNIQUE] == len(rows) - len(kept)
+
+
+def test_paper_script_shim_runs_the_command(tmp_path):
+    import subprocess
+    import sys
+
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    write_jsonl(src, [{"id": 1, "question": "q", "public_test_cases": json.dumps({"inputs": ["a", "b"], "outputs": ["1", "2"]})}])
+    proc = subprocess.run([sys.executable, str(REPO / "preproc" / "run_perturbation.py"), "--input_file", str(src),
+                           "--output_file", str(out), "--seed", "5", "--no-progress"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    rec = json.loads(out.read_text())
+    assert json.loads(rec["modified_test_cases"]) == {"inputs": ["a", "b"], "outputs": ["2", "1"]} or \
+        json.loads(rec["modified_test_cases"]) == {"inputs": ["b", "a"], "outputs": ["1", "2"]}

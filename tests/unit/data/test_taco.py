@@ -241,3 +241,12 @@ def test_help_explains_every_flag(capsys):
     for flag in ("--input", "--output", "--min-tests", "--max-tests", "--n-shortest", "--min-alnum",
                  "--max-solutions", "--n-public", "--seed", "--call-mode", "--limit"):
         assert flag in text
+
+
+def test_paper_script_shim_shows_the_command_help():
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, str(REPO / "preproc" / "preproc_taco.py"), "--help"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and "cobalt preproc-taco" in proc.stdout
