@@ -40,6 +40,9 @@ from cobalt.io import RecordError, iter_jsonl
 
 FULLY_CORRECT = 1.0 - 1e-9
 """A turn whose pass rate reaches this is fully correct (pass rates are ratios of counts)."""
+RANGE_DECIMALS = 12
+"""Improvement ranges are rounded to this many decimals so that equal ranges reached
+through different float sums (0.4 - 0.2 and 1.0 - 0.8) tie exactly."""
 
 Messages = list[dict[str, str]]
 TokenCount = Callable[[Messages], int]
@@ -201,8 +204,8 @@ def _exact_variance(values: Sequence[float]) -> Fraction:
 
 
 def improvement_range(rates: Sequence[float]) -> float:
-    """``d = max - min`` of a trajectory's per-turn pass rates."""
-    return max(rates) - min(rates) if rates else 0.0
+    """``d = max - min`` of a trajectory's per-turn pass rates (rounded, see :data:`RANGE_DECIMALS`)."""
+    return round(max(rates) - min(rates), RANGE_DECIMALS) if rates else 0.0
 
 
 def is_too_easy(record: TrajectoryRecord, by: str = "public") -> bool:

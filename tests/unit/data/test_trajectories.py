@@ -1,0 +1,415 @@
+"""The offline-trajectory rules of METHOD §4 on small hand-built records with known outcomes.
+
+Turn texts are real model answers from the shared LeetCode data (``response``);
+prompt lengths are measured with the real Qwen3 tokenizer and chat template.
+Pass rates are set through the number of tests passed out of 20 (4 public,
+16 hidden), so a turn that passes k tests has pass rate k / 20.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from cobalt import prompts
+from cobalt.data.records import TrajectoryRecord
+from cobalt.data.trajectories import (
+    BuildConfig,
+    BuildSummary,
+    TokenCounter,
+    build_prompts,
+    history_messages,
+    process_record,
+    select_trajectories,
+)
+from cobalt.io import RecordError
+from cobalt.text import answer_for_history
+
+REPO = Path(__file__).resolve().parents[3]
+SHARED = REPO.parent / "shared" / "data"
+LEETCODE = SHARED / "leetcode" / "leetcode_problems.jsonl.gz"
+TOKENIZER = SHARED / "qwen3_tokenizer"
+N_PUBLIC, N_HIDDEN = 4, 16
+
+
+@pytest.fixture(scope="module")
+def leetcode_rows() -> list[dict]:
+    with gzip.open(LEETCODE, "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
+
+
+@pytest.fixture(scope="module")
+def leetcode(leetcode_rows) -> list[dict]:
+    """The problems whose real model answer has a fenced code block (88 of 286)."""
+    return [row for row in leetcode_rows if "```" in row["response"]]
+
+
+@pytest.fixture(scope="module")
+def counter() -> TokenCounter:
+    return TokenCounter.from_pretrained(str(TOKENIZER))
+
+
+@pytest.fixture(scope="module")
+def tokenizer(counter):
+    return counter.tokenizer
+
+
+@pytest.fixture(autouse=True)
+def _packaged_templates(monkeypatch):
+    monkeypatch.delenv(prompts.ENV_TEMPLATE_DIR, raising=False)
+    prompts.clear_cache()
+
+
+def make_tests(n: int, tag: str) -> dict:
+    return {"inputs": [f"{tag} in {i}\n" for i in range(n)], "outputs": [f"{tag} out {i}" for i in range(n)]}
+
+
+def turn(response: str, k: int, *, public: list[bool] | None = None) -> dict:
+    """A turn passing k of the 20 tests: the public ones first, then hidden."""
+    n_pub_pass = min(k, N_PUBLIC)
+    passing = public if public is not None else [i < n_pub_pass for i in range(N_PUBLIC)]
+    n_pub_pass = sum(passing)
+    return {
+        "response": response,
+        "public": {"passing": passing, "feedback": [f"feedback of public test {i}" for i in range(N_PUBLIC)]},
+        "hidden_pass_rate": (k - n_pub_pass) / N_HIDDEN,
+    }
+
+
+def record(pid: str, samples: list[list[dict]], question: str = "Print the answer.", *, pad: bool = True) -> dict:
+    """A problem record; ``pad`` appends one failing single-turn sample (d = 0, never selected)
+    so that the problem is not too easy."""
+    if pad:
+        samples = samples + [[turn("no code in this answer", 0)]]
+    return {
+        "id": pid,
+        "question": question,
+        "difficulty": "MEDIUM",
+        "public_test_cases": json.dumps(make_tests(N_PUBLIC, "pub")),
+        "hidden_test_cases": json.dumps(make_tests(N_HIDDEN, "hid")),
+        "samples": [{"turns": s} for s in samples],
+    }
+
+
+def parse(obj: dict) -> TrajectoryRecord:
+    return TrajectoryRecord.from_dict(obj, path="mem.jsonl", line=1)
+
+
+def texts(leetcode, n: int, start: int = 0) -> list[str]:
+    return [leetcode[(start + i) % len(leetcode)]["response"] for i in range(n)]
+
+
+def run_one(obj: dict, config: BuildConfig = BuildConfig(), count=None):
+    summary = BuildSummary()
+    rows = process_record(parse(obj), config, count, summary)
+    return rows, summary
+
+
+# ------------------------------------------------------------------ pass rates and records
+
+
+def test_turn_pass_rate_weights_public_and_hidden_by_test_counts(leetcode):
+    r = parse(record("p", [[turn(leetcode[0]["response"], 0, public=[True, True, False, False]) | {"hidden_pass_rate": 0.25}]]))
+    # (0.5 * 4 + 0.25 * 16) / 20
+    assert r.pass_rates(r.samples[0]) == [pytest.approx(0.3)]
+
+
+def test_without_hidden_tests_the_public_rate_is_the_pass_rate(leetcode):
+    obj = record("p", [[turn(leetcode[0]["response"], 0, public=[True, False, False, False])]])
+    obj["hidden_test_cases"] = json.dumps({"inputs": [], "outputs": []})
+    del obj["samples"][0]["turns"][0]["hidden_pass_rate"]
+    r = parse(obj)
+    assert r.pass_rates(r.samples[0]) == [0.25]
+
+
+def test_code_is_extracted_when_the_record_has_none(leetcode):
+    text = leetcode[3]["response"]
+    r = parse(record("p", [[turn(text, 0)]]))
+    assert r.samples[0].turns[0].code is not None and r.samples[0].turns[0].code in text
+
+
+@pytest.mark.parametrize(
+    "mutate, field",
+    [
+        (lambda o: o.pop("samples"), "samples"),
+        (lambda o: o["samples"][1]["turns"][1].pop("hidden_pass_rate"), "samples[1].turns[1].hidden_pass_rate"),
+        (lambda o: o["samples"][0]["turns"][0].update(hidden_pass_rate=1.5), "samples[0].turns[0].hidden_pass_rate"),
+        (lambda o: o["samples"][0]["turns"][1].update(response=None), "samples[0].turns[1].response"),
+        (lambda o: o["samples"][0]["turns"][0]["public"].update(passing=[1, 0, 0, 0]), "samples[0].turns[0].public.passing"),
+        (lambda o: o["samples"][0]["turns"][0]["public"].update(feedback=["x"]), "samples[0].turns[0].public.feedback"),
+        (lambda o: o["samples"][0].update(turns=[]), "samples[0].turns"),
+        (lambda o: o.pop("public_test_cases"), "public_test_cases"),
+    ],
+)
+def test_bad_record_errors_name_the_field(leetcode, mutate, field):
+    t = texts(leetcode, 2)
+    obj = record("p", [[turn(t[0], 0), turn(t[1], 20)]] * 2)
+    obj = json.loads(json.dumps(obj))
+    mutate(obj)
+    with pytest.raises(RecordError) as info:
+        TrajectoryRecord.from_dict(obj, path="runs/x.jsonl", line=7)
+    assert info.value.field == field
+    assert str(info.value).startswith("runs/x.jsonl:7: field '" + field + "'")
+
+
+# ------------------------------------------------------------------ dynamic sampling
+
+
+def test_problem_whose_first_turns_all_pass_is_too_easy(leetcode):
+    t = texts(leetcode, 3)
+    obj = record("easy", [[turn(t[i], 20)] for i in range(3)], pad=False)
+    rows, summary = run_one(obj)
+    assert rows == []
+    assert (summary.problems_too_easy, summary.problems_considered) == (1, 0)
+
+
+def test_one_failing_first_turn_keeps_the_problem(leetcode):
+    t = texts(leetcode, 3)
+    obj = record("p", [[turn(t[0], 20)], [turn(t[1], 20)], [turn(t[2], 3), turn(t[0], 20)]], pad=False)
+    rows, summary = run_one(obj)
+    assert summary.problems_too_easy == 0 and summary.problems_considered == 1
+    # the history may end with the trajectory's last recorded turn
+    assert sorted(r.id for r in rows) == ["p/s2/t1", "p/s2/t2", "p/t0"]
+
+
+def test_too_easy_by_public_tests_or_fully(leetcode):
+    t = texts(leetcode, 2)
+    # every first turn passes the 4 public tests but only half of the hidden ones
+    obj = record("p", [[turn(t[0], 12), turn(t[1], 20)], [turn(t[1], 12)]], pad=False)
+    assert run_one(obj)[1].problems_too_easy == 1
+    rows, summary = run_one(obj, BuildConfig(too_easy_by="full"))
+    assert summary.problems_too_easy == 0
+    assert sorted(r.id for r in rows) == ["p/s0/t1", "p/s0/t2", "p/t0"]
+
+
+# ------------------------------------------------------------------ trajectory selection
+
+
+def selection_record(leetcode) -> dict:
+    t = texts(leetcode, 4, start=10)
+    return record("sel", [
+        [turn(t[0], 0), turn(t[1], 20)],               # s0: 0 -> 1, d = 1, correct       (train, not eval: d largest)
+        [turn(t[1], 10), turn(t[2], 10)],              # s1: d = 0                         (never)
+        [turn(t[2], 2), turn(t[3], 12)],               # s2: .1 -> .6, d = .5, not correct (eval: smallest d > 0)
+        [turn(t[3], 20), turn(t[0], 0)],               # s3: 1 -> 0, d = 1, correct at turn 0 (train)
+        [turn(t[0], 8), turn(t[1], 8), turn(t[2], 8)],  # s4: d = 0
+    ])
+
+
+def test_training_keeps_improving_trajectories_that_reach_full_correctness(leetcode):
+    assert select_trajectories(parse(selection_record(leetcode)), BuildConfig()) == [0, 3]
+
+
+def test_evaluation_keeps_the_one_with_the_smallest_positive_range(leetcode):
+    assert select_trajectories(parse(selection_record(leetcode)), BuildConfig(is_test=True)) == [2]
+
+
+def test_evaluation_ties_go_to_the_first_sample(leetcode):
+    t = texts(leetcode, 2)
+    obj = record("tie", [[turn(t[0], 4), turn(t[1], 8)], [turn(t[1], 20), turn(t[0], 16)], [turn(t[0], 1), turn(t[1], 5)]])
+    # d = .2, .2, .2 -> sample 0
+    assert select_trajectories(parse(obj), BuildConfig(is_test=True)) == [0]
+
+
+def test_max_variance_down_sampling_of_six_kept_trajectories(leetcode):
+    t = texts(leetcode, 2, start=20)
+    # all end correct; first-turn k -> d = 1 - k/20: k=12 .4, k=0 1.0, k=18 .1, k=4 .8, k=16 .2, k=8 .6
+    firsts = [12, 0, 18, 4, 16, 8]
+    obj = record("mv", [[turn(t[0], k), turn(t[1], 20)] for k in firsts] + [[turn(t[0], 20), turn(t[1], 20)]])
+    # sorted d: .1 (s2) .2 (s4) .4 (s0) .6 (s5) .8 (s3) 1.0 (s1); best variance: 2 smallest + 2 largest
+    assert select_trajectories(parse(obj), BuildConfig()) == [2, 4, 3, 1]
+    rows, summary = run_one(obj)
+    assert summary.trajectories_kept == 4
+    assert {r.sample_index for r in rows} == {None, 2, 4, 3, 1}
+
+
+def test_down_sampling_flags_change_m(leetcode):
+    t = texts(leetcode, 2, start=20)
+    obj = record("mv", [[turn(t[0], k), turn(t[1], 20)] for k in (12, 0, 18, 4, 16, 8)])
+    # m = 2: sets {.1, 1.0} (j=1) beats {.1, .2} (j=2)
+    assert select_trajectories(parse(obj), BuildConfig(max_trajectories=2)) == [2, 1]
+
+
+# ------------------------------------------------------------------ partial-trajectory prompts
+
+
+def test_partial_prompts_messages_and_prev_best(leetcode):
+    t = texts(leetcode, 4, start=30)
+    fails_at_2 = [True, True, False, False]
+    obj = record("pp", [[turn(t[0], 2), turn(t[1], 0, public=[True, True, True, False]) | {"hidden_pass_rate": 0.5},
+                         turn(t[2], 3, public=fails_at_2), turn(t[3], 20)]],
+                 question="Read n and print n + 1.")
+    rows, summary = run_one(obj)
+    by_turn = {r.turn: r for r in rows}
+    assert sorted(by_turn) == [0, 1, 2, 3]
+    # prev best over the turns in the prompt: rates .1, (3 + 8)/20 = .55, .15
+    assert by_turn[0].prev_best_pass_rate == 0.0
+    assert by_turn[1].prev_best_pass_rate == pytest.approx(0.1)
+    assert by_turn[2].prev_best_pass_rate == pytest.approx(0.55)
+    assert by_turn[3].prev_best_pass_rate == pytest.approx(0.55)
+
+    system = prompts.system_prompt()
+    first_user = prompts.problem_prompt("Read n and print n + 1.")
+    assert by_turn[0].messages == [{"role": "system", "content": system}, {"role": "user", "content": first_user}]
+    m3 = by_turn[3].messages
+    assert [m["role"] for m in m3] == ["system", "user"] + ["assistant", "user"] * 3
+    assert m3[2]["content"] == t[0].strip()
+    assert m3[3]["content"] == prompts.repair_prompt("feedback of public test 2")  # k=2: tests 0,1 pass
+    assert m3[5]["content"] == prompts.repair_prompt("feedback of public test 3")
+    assert m3[7]["content"] == prompts.repair_prompt("feedback of public test 2")
+    assert by_turn[2].messages == m3[:6] and by_turn[1].messages == m3[:4]
+    row = by_turn[2]
+    assert row.id == "pp/s0/t2" and row.problem_id == "pp" and row.sample_index == 0
+    assert json.loads(row.public_test_cases) == make_tests(N_PUBLIC, "pub")
+    all_tests = json.loads(row.test_cases)
+    assert all_tests["inputs"] == make_tests(4, "pub")["inputs"] + make_tests(16, "hid")["inputs"]
+    assert (summary.first_turn_prompts, summary.partial_prompts, summary.prompts) == (1, 3, 4)
+
+
+def test_all_public_passed_feedback_message(leetcode):
+    t = texts(leetcode, 2)
+    obj = record("ap", [[turn(t[0], 10), turn(t[1], 20)]])
+    (row,) = [r for r in run_one(obj)[0] if r.turn == 1]
+    assert row.messages[-1]["content"] == prompts.feedback_all_public_passed()
+
+
+def test_instruction_of_the_data_set_is_used_as_is(leetcode):
+    t = texts(leetcode, 2)
+    obj = record("ins", [[turn(t[0], 0), turn(t[1], 20)]]) | {"instruction": "LCB instruction text"}
+    for row in run_one(obj)[0]:
+        assert row.messages[1] == {"role": "user", "content": "LCB instruction text"}
+
+
+def test_history_keeps_only_the_answer_after_think_cut_to_6000_chars(leetcode):
+    answer = "\n\n".join(texts(leetcode, 12, start=40))
+    assert len(answer) > 6000
+    thinking = "<think>\nLet me reason about the problem first.\n" + leetcode[5]["response"] + "\n</think>\n\n" + answer
+    obj = record("th", [[turn(thinking, 0), turn(thinking, 20)]])
+    (row,) = [r for r in run_one(obj)[0] if r.turn == 1]
+    content = row.messages[2]["content"]
+    assert content == answer.strip()[:6000] == answer_for_history(thinking)
+    assert "<think>" not in content and len(content) == 6000
+    (row,) = [r for r in run_one(obj, BuildConfig(history_max_chars=0))[0] if r.turn == 1]
+    assert row.messages[2]["content"] == answer.strip()
+
+
+def test_history_is_limited_to_three_turns(leetcode):
+    t = texts(leetcode, 9, start=50)
+    obj = record("long", [[turn(t[i], i) for i in range(9)]])  # .0 .05 ... .4: d > 0, never correct
+    rows, _ = run_one(obj, BuildConfig(is_test=True))
+    assert sorted(r.turn for r in rows) == [0, 1, 2, 3]
+    assert max(len(r.messages) for r in rows) == 2 + 2 * 3
+    rows, _ = run_one(obj, BuildConfig(is_test=True, history_turns=5))
+    assert sorted(r.turn for r in rows) == [0, 1, 2, 3, 4, 5]
+
+
+def test_trajectory_shorter_than_the_history_limit(leetcode):
+    t = texts(leetcode, 2)
+    rows, _ = run_one(record("short", [[turn(t[0], 5), turn(t[1], 20)]]))
+    assert sorted(r.turn for r in rows) == [0, 1, 2]
+
+
+def test_early_stop_after_two_consecutive_correct_turns(leetcode):
+    t = texts(leetcode, 4, start=60)
+    obj = record("es", [[turn(t[0], 10), turn(t[1], 20), turn(t[2], 20), turn(t[3], 20)]])
+    rows, summary = run_one(obj)
+    # t=1 (.5), t=2 (.5, 1): emitted; t=3 would follow turns 1 and 2, both correct: stop
+    assert sorted(r.turn for r in rows) == [0, 1, 2]
+    assert summary.early_stops == 1 and summary.prompts_cut_by_length == 0
+
+
+def test_correct_then_wrong_then_correct_does_not_stop(leetcode):
+    t = texts(leetcode, 4, start=60)
+    obj = record("nostop", [[turn(t[0], 20), turn(t[1], 4), turn(t[2], 20), turn(t[3], 20)]])
+    rows, summary = run_one(obj)
+    assert sorted(r.turn for r in rows) == [0, 1, 2, 3] and summary.early_stops == 0
+
+
+def test_stop_when_public_uses_public_verdicts(leetcode):
+    t = texts(leetcode, 4, start=60)
+    # turns 1 and 2 pass the public tests but not every hidden one: 'correct' goes on, 'public' stops
+    obj = record("pub", [[turn(t[0], 0), turn(t[1], 12), turn(t[2], 16), turn(t[3], 20)]])
+    assert sorted(r.turn for r in run_one(obj)[0]) == [0, 1, 2, 3]
+    rows, summary = run_one(obj, BuildConfig(stop_when="public"))
+    assert sorted(r.turn for r in rows) == [0, 1, 2] and summary.early_stops == 1
+
+
+def test_length_cut_with_the_qwen3_chat_template(leetcode, counter, tokenizer):
+    t = texts(leetcode, 4, start=70)
+    obj = record("len", [[turn(t[0], 0), turn(t[1], 5), turn(t[2], 10), turn(t[3], 20)]])
+    parsed = parse(obj)
+    lengths = [
+        len(tokenizer.apply_chat_template(history_messages(parsed.problem, parsed.samples[0], k, BuildConfig()),
+                                          tokenize=True, add_generation_prompt=True)["input_ids"])
+        for k in (1, 2, 3)
+    ]
+    assert lengths[0] < lengths[1] < lengths[2]
+    assert [counter(history_messages(parsed.problem, parsed.samples[0], k, BuildConfig())) for k in (1, 2, 3)] == lengths
+    limit = (lengths[0] + lengths[1]) // 2
+    rows, summary = run_one(obj, BuildConfig(max_prompt_tokens=limit), counter)
+    assert sorted(r.turn for r in rows) == [0, 1] and summary.prompts_cut_by_length == 1
+    # a prompt exactly at the limit is kept (only longer ones are cut)
+    rows, summary = run_one(obj, BuildConfig(max_prompt_tokens=lengths[1]), counter)
+    assert sorted(r.turn for r in rows) == [0, 1, 2] and summary.prompts_cut_by_length == 1
+
+
+def test_default_10000_token_limit_on_long_thinking_trajectories(leetcode, counter):
+    long_answer = "\n\n".join(texts(leetcode, 12, start=100))
+    responses = [f"<think>\n{leetcode[i]['response']}\n</think>\n{long_answer}" for i in range(4)]
+    question = ""
+    for row in leetcode:  # grow a real, long statement until the first-turn prompt is ~7,000 tokens
+        question += row["query"].split("### Question:", 1)[-1].strip() + "\n\n"
+        if counter([{"role": "user", "content": question}]) > 7000:
+            break
+    obj = record("big", [[turn(responses[0], 0), turn(responses[1], 6), turn(responses[2], 12), turn(responses[3], 20)]],
+                 question=question)
+    parsed = parse(obj)
+    lengths = [counter(history_messages(parsed.problem, parsed.samples[0], k, BuildConfig())) for k in (1, 2, 3)]
+    expected = [k for k, n in zip((1, 2, 3), lengths) if n <= 10_000]
+    assert 0 < len(expected) < 3, lengths  # the data really crosses the limit
+    print("prompt lengths t=1..3:", lengths)
+    rows, summary = run_one(obj, BuildConfig(), counter)
+    assert sorted(r.turn for r in rows if r.turn) == expected
+    assert summary.prompts_cut_by_length == 1
+
+
+# ------------------------------------------------------------------ whole files
+
+
+def write_jsonl(path: Path, lines: list) -> Path:
+    with open(path, "w", encoding="utf-8") as fh:
+        for item in lines:
+            fh.write((item if isinstance(item, str) else json.dumps(item)) + "\n")
+    return path
+
+
+def test_file_with_bad_records_processes_the_others(tmp_path, leetcode):
+    t = texts(leetcode, 2)
+    good = record("good", [[turn(t[0], 0), turn(t[1], 20)]])
+    missing = json.loads(json.dumps(good)) | {"id": "bad"}
+    del missing["samples"][0]["turns"][1]["hidden_pass_rate"]
+    path = write_jsonl(tmp_path / "in.jsonl", [good, "{not json", missing, record("easy", [[turn(t[0], 20)]], pad=False)])
+    rows, summary = build_prompts(path, BuildConfig(), None)
+    assert sorted(r.id for r in rows) == ["good/s0/t1", "good/s0/t2", "good/t0"]
+    assert (summary.records_read, summary.records_valid, summary.bad_records) == (4, 2, 2)
+    assert summary.problems_too_easy == 1 and summary.problems_kept == 1
+    assert any(e.startswith(f"{path}:2") for e in summary.errors)
+    assert any(e.startswith(f"{path}:3: field 'samples[0].turns[1].hidden_pass_rate'") for e in summary.errors)
+
+
+def test_seeded_shuffle(tmp_path, leetcode):
+    t = texts(leetcode, 3)
+    recs = [record(f"p{i}", [[turn(t[0], i % 5), turn(t[1], 10), turn(t[2], 20)]]) for i in range(12)]
+    path = write_jsonl(tmp_path / "in.jsonl", recs)
+    a, _ = build_prompts(path, BuildConfig(seed=1), None)
+    b, _ = build_prompts(path, BuildConfig(seed=1), None)
+    c, _ = build_prompts(path, BuildConfig(seed=2), None)
+    assert [r.id for r in a] == [r.id for r in b]
+    assert [r.id for r in a] != [r.id for r in c] and sorted(r.id for r in a) == sorted(r.id for r in c)
+    unshuffled = [r.id for rec in recs for r in process_record(parse(rec), BuildConfig(), None, BuildSummary())]
+    expected = list(unshuffled)
+    random.Random(1).shuffle(expected)
+    assert [r.id for r in a] == expected
