@@ -30,10 +30,10 @@ class RecordError(ValueError):
         super().__init__(f"{where}: {message}")
 
 
-def _open_text(path: Path):
+def _open_binary(path: Path):
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, "r", encoding="utf-8")
+        return gzip.open(path, "rb")
+    return open(path, "rb")
 
 
 def iter_jsonl(path: str | os.PathLike, *, skip_bad: bool = False, errors: list | None = None) -> Iterator[tuple[int, Any]]:
@@ -43,18 +43,22 @@ def iter_jsonl(path: str | os.PathLike, *, skip_bad: bool = False, errors: list 
     ``skip_bad``, is appended to ``errors`` and skipped.
     """
     path = Path(path)
-    with _open_text(path) as fh:
-        for line_no, line in enumerate(fh, 1):
-            if not line.strip():
+    with _open_binary(path) as fh:
+        for line_no, raw in enumerate(fh, 1):
+            if not raw.strip():
                 continue
             try:
-                yield line_no, json.loads(line)
+                yield line_no, json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                err = RecordError(path, line_no, None, f"not valid UTF-8 (byte {exc.start})")
             except json.JSONDecodeError as exc:
                 err = RecordError(path, line_no, None, f"invalid JSON ({exc.msg} at column {exc.colno})")
-                if not skip_bad:
-                    raise err from None
-                if errors is not None:
-                    errors.append(err)
+            else:
+                continue
+            if not skip_bad:
+                raise err
+            if errors is not None:
+                errors.append(err)
 
 
 def require_field(record: Any, name: str, types: type | tuple[type, ...], *, path: str, line: int | None) -> Any:

@@ -43,6 +43,50 @@ class _Exit:
         raise SystemExit(code)
 
 
+# Modules imported once in the runner before the first fork, so that a test does
+# not pay for them again: the usual set, plus any of PRELOADABLE that the program
+# itself imports. Only side-effect-free modules belong here (never antigravity,
+# this, tkinter, ...): the import runs in the runner.
+PRELOADABLE = frozenset((
+    "typing", "collections", "itertools", "functools", "heapq", "bisect", "math", "string", "re",
+    "operator", "copy", "inspect",
+    "abc", "array", "ast", "base64", "binascii", "calendar", "cmath", "collections.abc", "contextlib",
+    "dataclasses", "datetime", "decimal", "difflib", "enum", "fractions", "graphlib", "hashlib", "io",
+    "json", "numbers", "pprint", "queue", "random", "statistics", "struct", "textwrap", "threading",
+    "time", "types", "unicodedata", "weakref", "zlib", "numpy", "sortedcontainers",
+))
+
+
+def _imported_modules(code):
+    import ast
+
+    names = set()
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return names
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    return names
+
+
+def _preload(code, allow_packages):
+    wanted = []
+    for name in sorted(_imported_modules(code)):
+        if name in PRELOADABLE and name not in wanted:
+            if name in ("numpy", "sortedcontainers") and not allow_packages:
+                continue
+            wanted.append(name)
+    for name in wanted:
+        try:
+            __import__(name)
+        except Exception:
+            pass
+
+
 def _set_not_dumpable():
     """Keep test processes (same uid) from reading this process's fds or memory."""
     try:
@@ -236,6 +280,8 @@ def _child(job, code_obj, in_fd, out_w, err_w, ret_w):
         sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", write_through=True)
         sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
         sys.argv = ["solution.py"]
+        if "random" in sys.modules:
+            sys.modules["random"].seed()  # each test its own seed, as in a fresh process
         fn_name = job.get("fn_name")
         g = {"__name__": "solution" if fn_name else "__main__", "__builtins__": builtins, "__file__": SOLUTION_FILE}
         try:
@@ -437,8 +483,11 @@ def main():
             _emit({"i": i, "exit": 1, "timeout": False, "olimit": False, "wall": 0.0, "cpu": 0.0,
                    "stdout": "", "stderr": text, "compile_error": True})
         return
-    # Warm imports the child would otherwise pay for on every test.
-    import inspect  # noqa: F401
+    _preload(code, bool(job.get("sys_path_extra")))
+    import gc
+
+    gc.collect()
+    gc.freeze()  # keep the children's garbage collector off the shared pages
 
     start = time.monotonic()
     deadline_program = start + job["limits"]["program_wall_s"]

@@ -1,0 +1,200 @@
+"""Run programs against test cases in the sandbox.
+
+Two forms:
+
+- ``cobalt exec --input jobs.jsonl --output results.jsonl [--workers N]``: each
+  job line is ``{"id", "code", "test_cases": {"inputs": [...], "outputs": [...],
+  "fn_name"?: str}}``; each result line is ``{"id", "passing", "feedback",
+  "status", "wall_s", "cpu_s", "pass_rate"}`` (plus ``"error"`` for a job that
+  could not be run). Results are appended and flushed per job; a rerun skips the
+  ids already in the output. A bad job gets an error result naming its id and
+  line; the batch goes on.
+- ``cobalt exec --code prog.py --tests tests.json``: one program, the result
+  printed as JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from cobalt.execution.base import ExecOptions, Limits
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags of ``cobalt exec``."""
+    src = parser.add_argument_group("what to run")
+    src.add_argument("--input", type=Path, help="JSONL job file (id, code, test_cases)")
+    src.add_argument("--output", type=Path, help="JSONL result file (appended; resumable)")
+    src.add_argument("--code", type=Path, help="one program file (with --tests)")
+    src.add_argument("--tests", type=Path, help="JSON test-case file {inputs, outputs, fn_name?} (with --code)")
+    run = parser.add_argument_group("how to run")
+    run.add_argument("--workers", type=int, default=None, help="programs judged at once (default: number of CPUs)")
+    run.add_argument("--evaluator", choices=("embedded", "ray"), default="embedded",
+                     help="run sandboxes in this process, or call the Ray Serve evaluator app")
+    run.add_argument("--ray-address", default=None, help="Ray cluster address for --evaluator ray")
+    run.add_argument("--timeout", type=float, default=30.0, help="seconds a client waits per program before failing it")
+    run.add_argument("--no-sandbox", action="store_true",
+                     help="run WITHOUT bubblewrap, resource limits only: trusted code only")
+    judge = parser.add_argument_group("judging")
+    judge.add_argument("--compare", choices=("exact", "tolerant"), default="exact",
+                       help="exact: stripped stdout equals stripped expected (the paper); tolerant: "
+                       "per-line trailing spaces and float tolerance")
+    judge.add_argument("--float-tol", type=float, default=1e-6, help="tolerance for floats (tolerant mode, call-based values)")
+    judge.add_argument("--call-mode", choices=("call", "lossy"), default="call",
+                       help="tests with fn_name: call (JSON arguments, value comparison) or lossy (the paper's "
+                       "split-one-line driver)")
+    judge.add_argument("--stop-on-first-failure", action="store_true", help="skip the remaining tests after a failure")
+    judge.add_argument("--allow-packages", action="store_true",
+                       help="make installed packages (numpy, sortedcontainers, ...) importable, read-only")
+    lim = parser.add_argument_group("limits")
+    d = Limits()
+    lim.add_argument("--test-timeout", type=float, default=d.test_wall_s, help="wall seconds per test")
+    lim.add_argument("--test-cpu", type=float, default=d.test_cpu_s, help="CPU seconds per test")
+    lim.add_argument("--memory-mb", type=int, default=d.memory_bytes >> 20, help="address-space limit per test, MiB")
+    lim.add_argument("--program-timeout", type=float, default=d.program_wall_s, help="wall seconds for all tests of a program")
+    lim.add_argument("--output-mb", type=float, default=d.output_bytes / (1 << 20), help="stdout cap per test, MiB")
+    lim.add_argument("--max-processes", type=int, default=d.max_processes, help="process/thread limit in the sandbox")
+    lim.add_argument("--file-size-mb", type=float, default=d.file_size_bytes / (1 << 20), help="largest file a test may write, MiB")
+    lim.add_argument("--tmpfs-mb", type=float, default=d.tmpfs_bytes / (1 << 20), help="size of the sandbox's private /tmp, MiB")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def limits_from_args(args: argparse.Namespace) -> Limits:
+    """The :class:`Limits` the flags ask for."""
+    return Limits(
+        test_wall_s=args.test_timeout,
+        test_cpu_s=args.test_cpu,
+        memory_bytes=int(args.memory_mb) << 20,
+        program_wall_s=args.program_timeout,
+        output_bytes=int(args.output_mb * (1 << 20)),
+        max_processes=args.max_processes,
+        file_size_bytes=int(args.file_size_mb * (1 << 20)),
+        tmpfs_bytes=int(args.tmpfs_mb * (1 << 20)),
+    )
+
+
+def options_from_args(args: argparse.Namespace) -> ExecOptions:
+    """The :class:`ExecOptions` the flags ask for."""
+    return ExecOptions(
+        compare=args.compare,
+        float_tol=args.float_tol,
+        call_mode=args.call_mode,
+        stop_on_first_failure=args.stop_on_first_failure,
+        allow_packages=args.allow_packages,
+    )
+
+
+def make_client(args: argparse.Namespace):
+    """The evaluator client the flags describe."""
+    from cobalt.execution.client import EvaluatorClient
+
+    return EvaluatorClient(
+        mode=args.evaluator,
+        ray_address=args.ray_address,
+        timeout_s=args.timeout,
+        max_concurrency=args.workers,
+        limits=limits_from_args(args),
+        options=options_from_args(args),
+        sandbox="none" if args.no_sandbox else "bwrap",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of ``cobalt exec``."""
+    if args.code or args.tests:
+        if not (args.code and args.tests):
+            print("cobalt exec: --code and --tests go together", file=sys.stderr)
+            return 2
+        return asyncio.run(_run_one(args))
+    if not (args.input and args.output):
+        print("cobalt exec: give --input and --output, or --code and --tests (see --help)", file=sys.stderr)
+        return 2
+    return asyncio.run(run_jobs(args.input, args.output, make_client(args), progress=not args.no_progress))
+
+
+async def _run_one(args: argparse.Namespace) -> int:
+    from cobalt.execution.base import TestCaseError, TestCases
+
+    try:
+        code = args.code.read_text(encoding="utf-8")
+        tests = TestCases.from_obj(args.tests.read_text(encoding="utf-8"), where=str(args.tests))
+    except (OSError, UnicodeDecodeError, TestCaseError) as exc:
+        print(f"cobalt exec: {exc}", file=sys.stderr)
+        return 2
+    result = await make_client(args).evaluate(code, tests)
+    print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+    return 0 if result.all_passed else 1
+
+
+def _validate_job(rec: Any, path: Path, line: int):
+    """``(id, code, tests)`` of a job line, or raise RecordError naming the id, line and field."""
+    from cobalt.execution.base import TestCaseError, TestCases
+    from cobalt.io import RecordError
+
+    if not isinstance(rec, dict):
+        raise RecordError(path, line, None, f"expected a JSON object, got {type(rec).__name__}")
+    if "id" not in rec:
+        raise RecordError(path, line, "id", "missing")
+    job_id = rec["id"]
+    label = f"job {job_id!r}"
+    if not isinstance(job_id, (str, int)) or isinstance(job_id, bool):
+        raise RecordError(path, line, "id", f"{label}: expected a string or integer")
+    if not isinstance(rec.get("code"), str):
+        raise RecordError(path, line, "code", f"{label}: " + ("missing" if "code" not in rec else "expected a string"))
+    if "test_cases" not in rec:
+        raise RecordError(path, line, "test_cases", f"{label}: missing")
+    try:
+        tests = TestCases.from_obj(rec["test_cases"], where="test_cases")
+    except TestCaseError as exc:
+        field = str(exc).split(":", 1)[0]
+        raise RecordError(path, line, field, f"{label}: {str(exc).split(':', 1)[1].strip()}") from None
+    return job_id, rec["code"], tests
+
+
+async def run_jobs(input_path: Path, output_path: Path, client, *, progress: bool = True) -> int:
+    """Judge every job of ``input_path`` not yet in ``output_path``; append results as they finish.
+    Returns 0, or 1 when some jobs were bad (they still get an error line)."""
+    from tqdm import tqdm
+
+    from cobalt.io import JsonlAppender, RecordError, iter_jsonl
+
+    bad = 0
+    with JsonlAppender(output_path) as out:
+        pending: list[tuple[Any, str, Any]] = []
+        errors: list[RecordError] = []
+        seen: set = set()
+        for line_no, rec in iter_jsonl(input_path, skip_bad=True, errors=errors):
+            try:
+                job_id, code, tests = _validate_job(rec, input_path, line_no)
+            except RecordError as exc:
+                bad += 1
+                job_id = rec.get("id") if isinstance(rec, dict) and isinstance(rec.get("id"), (str, int)) else f"line:{line_no}"
+                print(f"cobalt exec: {exc}", file=sys.stderr)
+                if job_id not in out.done:
+                    out.write({"id": job_id, "line": line_no, "error": str(exc), "passing": [], "feedback": [], "status": []})
+                continue
+            if job_id in out.done or job_id in seen:
+                continue
+            seen.add(job_id)
+            pending.append((job_id, code, tests))
+        for exc in errors:
+            bad += 1
+            print(f"cobalt exec: {exc}", file=sys.stderr)
+            job_id = f"line:{exc.line}"
+            if job_id not in out.done:
+                out.write({"id": job_id, "line": exc.line, "error": str(exc), "passing": [], "feedback": [], "status": []})
+        bar = tqdm(total=len(pending), desc="exec", unit="prog", disable=not progress, file=sys.stderr)
+
+        async def one(job_id: Any, code: str, tests: Any) -> None:
+            result = await client.evaluate(code, tests)
+            out.write({"id": job_id, **result.to_dict()})
+            bar.update(1)
+
+        await asyncio.gather(*(one(*job) for job in pending))
+        bar.close()
+    print(f"cobalt exec: {len(pending)} judged, {bad} bad job(s), results in {output_path}", file=sys.stderr)
+    return 1 if bad else 0
