@@ -199,9 +199,10 @@ def count_local_records(path: str | os.PathLike) -> int | None:
 
             return pq.ParquetFile(path).metadata.num_rows
         if name.endswith((".jsonl", ".jsonl.gz")):
-            from cobalt.io import _open_text
+            import gzip
 
-            with _open_text(path) as fh:
+            opener = gzip.open if name.endswith(".gz") else open
+            with opener(path, "rb") as fh:
                 return sum(1 for line in fh if line.strip())
     except OSError:
         return None
