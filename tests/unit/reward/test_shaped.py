@@ -1,0 +1,269 @@
+"""The shaped reward, branch by branch, on real model answers (METHOD.md §3).
+
+Every expected value below was computed by hand from the rule; the think,
+answer and explanation token counts it needs (o200k_base) are pinned by
+``test_fixture_token_counts`` so that a change in the fixtures shows up there.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cobalt.reward import (
+    RewardBreakdown,
+    format_violation,
+    keyword_bonus,
+    shaped_reward,
+    shaped_reward_breakdown,
+)
+from cobalt.reward import shaped as S
+
+# 0.075 * tanh(T / 1024) for the think lengths of the fixtures.
+F95 = 0.006938113982152284
+F110 = 0.0080257932433508
+F120 = 0.008749049150306163
+F128 = 0.009326475132869714
+
+FIXTURE_TOKENS = {
+    # kind: (T, A, E) in o200k_base tokens
+    "clean": (95, 391, 177),
+    "kw3": (120, 391, 177),
+    "kw6": (128, 391, 177),
+    "kw5x": (110, 391, 177),
+    "long_think": (5082, 391, 177),
+    "long_answer": (95, 9199, 177),
+    "long_expl": (95, 848, 634),
+    "all_long": (5082, 9656, 634),
+}
+
+TABLE = [
+    # id, response kind, pass rate p, previous best b, expected score
+    # -- correctness tiers (well-formed, short: format 0 when r >= 0) --
+    ("tier_full", "clean", 1.0, 0.0, 1.0),
+    ("tier_half_exactly", "clean", 0.5, 0.0, 0.2),
+    ("tier_high", "clean", 0.75, 0.0, 0.2),
+    ("tier_just_under_one", "clean", 0.999, 0.0, 0.2),
+    ("tier_just_under_half", "clean", 0.4999, 0.0, 0.0),
+    ("tier_tiny", "clean", 1e-9, 0.0, 0.0),
+    ("tier_zero", "clean", 0.0, 0.0, -0.1 + F95),  # r < 0: + 0.075 tanh(95/1024), no keywords
+    # -- improvement --
+    ("gain_high_tier", "clean", 0.75, 0.5, 0.25),  # 0.2 + 0.1 * 0.25 / 0.5
+    ("gain_low_tier", "clean", 0.4, 0.2, 0.025),  # 0.0 + 0.1 * 0.2 / 0.8
+    ("gain_small", "clean", 0.3, 0.25, 0.1 * 0.05 / 0.75),  # 0.00666...
+    ("full_after_partial", "clean", 1.0, 0.5, 1.0),  # p == 1: no improvement term
+    ("no_gain", "clean", 0.5, 0.5, -0.1 + F95),  # replaced by -0.1 + 0, then r < 0 bonus
+    ("regression", "clean", 0.25, 0.5, -0.15 + F95),  # -0.1 + 0.1 * (-0.25 / 0.5)
+    ("regression_to_zero", "clean", 0.0, 0.5, -0.2 + F95),  # -0.1 + 0.1 * (-1)
+    ("below_perfect_prev", "clean", 0.5, 1.0, -0.15 + F95),  # -0.1 + 0.1 * (-0.5 / 1)
+    # -- each -0.9 format trigger alone (p = 1: 1 - 0.9) --
+    ("fmt_no_think_end", "no_think_end", 1.0, 0.0, 0.1),
+    ("fmt_two_think_end", "two_think_end", 1.0, 0.0, 0.1),
+    ("fmt_two_python_fences", "two_python", 1.0, 0.0, 0.1),
+    ("fmt_no_python_fence", "no_python", 1.0, 0.0, 0.1),
+    ("fmt_no_closing_fence", "unclosed", 1.0, 0.0, 0.1),
+    ("fmt_extra_closing_fence", "extra_fence", 1.0, 0.0, 0.1),
+    ("fmt_backtick_in_code", "backtick_code", 1.0, 0.0, 0.1),
+    ("fmt_repetition_40x8", "repeat8", 1.0, 0.0, 0.1),
+    ("fmt_repetition_40x7_ok", "repeat7", 1.0, 0.0, 1.0),
+    ("fmt_repetition_31x8_ok", "repeat31x8", 1.0, 0.0, 1.0),
+    ("fmt_high_tier", "backtick_code", 0.5, 0.0, -0.7),  # 0.2 - 0.9
+    ("fmt_failing_no_bonus", "no_think_end", 0.0, 0.0, -1.0),  # -0.1 - 0.9, no length terms
+    ("fmt_long_failing", "repeat8", 0.25, 0.0, -0.9),  # 0.0 - 0.9
+    # -- length terms --
+    ("len_think_passing", "long_think", 1.0, 0.0, 0.99),
+    ("len_answer_passing", "long_answer", 1.0, 0.0, 0.99),
+    ("len_expl_passing", "long_expl", 1.0, 0.0, 0.99),
+    ("len_expl_high_tier", "long_expl", 0.5, 0.0, 0.19),
+    ("len_all_passing", "all_long", 1.0, 0.0, 0.99),  # -0.01 once
+    ("len_think_failing", "long_think", 0.0, 0.0, -0.2),  # -0.1 - 0.1, no tanh/keywords
+    ("len_answer_failing", "long_answer", 0.0, 0.0, -0.2 + F95),  # -0.1 + F95 - 0.1
+    ("len_expl_failing", "long_expl", 0.0, 0.0, -0.2 + F95),
+    ("len_all_failing", "all_long", 0.0, 0.0, -0.4),  # -0.1 - 0.1 - 0.1 - 0.1
+    ("len_all_regression", "all_long", 0.0, 0.5, -0.5),  # -0.2 - 0.3
+    # -- keyword bonus (failing answers only) --
+    ("kw_three", "kw3", 0.0, 0.0, -0.1 + F120 + 0.015),  # wait, but, verify
+    ("kw_cap", "kw6", 0.0, 0.0, -0.1 + F128 + 0.025),  # 7 keywords, capped
+    ("kw_five_times", "kw5x", 0.0, 0.0, -0.1 + F110 + 0.005),  # wait x5 earns nothing, error x1
+    ("kw_passing_no_bonus", "kw3", 1.0, 0.0, 1.0),
+    # -- clipping --
+    ("clip_low", "repeat8", 0.0, 0.5, -1.0),  # -0.2 - 0.9 = -1.1
+    ("clip_low_prev_perfect", "two_python", 0.0, 1.0, -1.0),  # -0.2 - 0.9
+    ("clip_high_is_one", "clean", 1.0, 0.99, 1.0),
+]
+
+
+@pytest.mark.parametrize("kind,p,b,expected", [row[1:] for row in TABLE], ids=[row[0] for row in TABLE])
+def test_shaped_reward_table(responses, kind, p, b, expected):
+    assert shaped_reward(responses[kind], p, b) == pytest.approx(expected, abs=1e-12)
+
+
+def test_fixture_token_counts(responses):
+    for kind, (t, a, e) in FIXTURE_TOKENS.items():
+        got = shaped_reward_breakdown(responses[kind], 0.0)
+        assert (got.think_tokens, got.answer_tokens, got.explanation_tokens) == (t, a, e), kind
+
+
+def test_hand_constants_match_tanh():
+    for t, value in ((95, F95), (110, F110), (120, F120), (128, F128)):
+        assert value == pytest.approx(0.075 * math.tanh(t / 1024), abs=1e-15)
+
+
+@pytest.mark.parametrize(
+    "kind,p,b,is_val,expected",
+    [
+        ("clean", 1.0, 0.0, True, 1.0),
+        ("no_think_end", 1.0, 0.0, True, 1.0),  # format plays no part in validation
+        ("clean", 0.999, 0.0, True, 0.0),
+        ("clean", 0.0, 0.5, True, 0.0),
+        ("clean", None, 0.0, False, -1.0),  # no code block, training
+        ("clean", None, 0.0, True, 0.0),  # no code block, validation
+        ("all_long", None, 0.5, False, -1.0),
+    ],
+)
+def test_validation_and_no_code(responses, kind, p, b, is_val, expected):
+    assert shaped_reward(responses[kind], p, b, is_val=is_val) == expected
+
+
+def test_breakdown_components(responses):
+    got = shaped_reward_breakdown(responses["clean"], 0.25, 0.5)
+    assert isinstance(got, RewardBreakdown)
+    assert got.correctness == 0.0
+    assert got.improvement == pytest.approx(-0.15, abs=1e-12)
+    assert got.format == pytest.approx(F95, abs=1e-12)
+    assert got.format_violation is None
+    assert got.score == pytest.approx(got.correctness + got.improvement + got.format, abs=1e-12)
+    assert got.to_dict()["score"] == got.score
+    bad = shaped_reward_breakdown(responses["repeat8"], 0.0, 0.5)
+    assert bad.format == -0.9 and "repeated" in bad.format_violation
+    assert bad.think_tokens is None  # tokens are not counted once the penalty fires
+    assert bad.score == -1.0 and bad.correctness + bad.improvement + bad.format == pytest.approx(-1.1)
+
+
+@pytest.mark.parametrize(
+    "kind,reason",
+    [
+        ("no_think_end", "no </think>"),
+        ("two_think_end", "2 </think> tags"),
+        ("two_python", "2 opening ```python fences after </think>"),
+        ("no_python", "0 opening ```python fences after </think>"),
+        ("unclosed", "0 closing fences after the ```python fence"),
+        ("extra_fence", "3 closing fences after the ```python fence"),
+        ("backtick_code", "backtick in the code"),
+        ("repeat8", "a block of >= 32 characters repeated >= 8 times"),
+        ("clean", None),
+        ("repeat7", None),
+    ],
+)
+def test_format_violation_reasons(responses, kind, reason):
+    assert format_violation(responses[kind]) == reason
+
+
+def test_backticks_outside_the_code_are_fine(responses):
+    # The real explanation quotes names in backticks; only the code is checked.
+    assert "`" in responses["clean"].split("\n```")[-1]
+    assert format_violation(responses["clean"]) is None
+
+
+@pytest.mark.parametrize(
+    "think,bonus",
+    [
+        ("nothing to see", 0.0),
+        ("Wait.", 0.005),
+        ("WAIT, However, BUT", 0.015),  # lower-cased first
+        ("butter waiting errors reevaluate rewrite mistaken", 0.0),  # whole words only
+        ("wait " * 4, 0.005),
+        ("wait " * 5, 0.0),  # more than 4 times: no bonus for that word
+        ("wait " * 5 + "error", 0.005),
+        ("wait mistake however but retry", 0.025),
+        ("wait mistake however but retry error verify wrong evaluate", 0.025),  # cap
+        ("wait-but: error/verify", 0.02),  # punctuation separates words
+    ],
+)
+def test_keyword_bonus(think, bonus):
+    assert keyword_bonus(think) == pytest.approx(bonus, abs=1e-15)
+
+
+class WordCounter:
+    """A simple real tokenizer (whitespace words), to put lengths exactly on the limits."""
+
+    name = "words"
+
+    def count(self, text: str) -> int:
+        return len(text.split())
+
+
+def _words(n: int, tag: str) -> str:
+    return " ".join(f"{tag}{i}" for i in range(n))
+
+
+def _sized(think: int, answer: int, expl: int) -> str:
+    # The answer's words: the opening fence, the code words, the closing fence, the explanation.
+    code = _words(answer - expl - 2, "v")
+    return f"<think>{_words(think, 't')}</think>\n```python\n{code}\n```\n{_words(expl, 'e')}"
+
+
+@pytest.mark.parametrize(
+    "t,a,e,p,expected",
+    [
+        (4096, 30, 10, 1.0, 1.0),
+        (4097, 30, 10, 1.0, 0.99),
+        (4096, 30, 10, 0.0, -0.1 + 0.075 * math.tanh(4.0)),
+        (4097, 30, 10, 0.0, -0.2),
+        (10, 2048, 512, 1.0, 1.0),
+        (10, 2049, 512, 1.0, 0.99),
+        (10, 600, 513, 1.0, 0.99),
+        (10, 2049, 512, 0.0, -0.2 + 0.075 * math.tanh(10 / 1024)),
+        (10, 600, 513, 0.0, -0.2 + 0.075 * math.tanh(10 / 1024)),
+        (10, 2049, 513, 0.0, -0.3 + 0.075 * math.tanh(10 / 1024)),
+    ],
+)
+def test_length_limits_are_inclusive(t, a, e, p, expected):
+    got = shaped_reward_breakdown(_sized(t, a, e), p, token_counter=WordCounter())
+    assert got.format_violation is None
+    assert (got.think_tokens, got.answer_tokens, got.explanation_tokens) == (t, a, e)
+    assert got.score == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    "p,b",
+    [(1.5, 0.0), (-0.1, 0.0), (float("nan"), 0.0), (0.5, 1.2), (0.5, -0.5), (True, 0.0), ("1", 0.0)],
+)
+def test_rejects_out_of_range_rates(responses, p, b):
+    with pytest.raises(ValueError):
+        shaped_reward(responses["clean"], p, b)
+
+
+def test_rejects_non_string_response():
+    with pytest.raises(TypeError):
+        shaped_reward(b"bytes", 1.0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    p=st.one_of(st.none(), st.floats(0.0, 1.0)),
+    b=st.floats(0.0, 1.0),
+    kind=st.sampled_from(sorted(FIXTURE_TOKENS) + ["repeat8", "two_python", "no_think_end"]),
+    is_val=st.booleans(),
+)
+def test_score_always_within_bounds(responses, p, b, kind, is_val):
+    got = shaped_reward_breakdown(responses[kind], p, b, is_val=is_val)
+    assert -1.0 <= got.score <= 1.0
+    if is_val:
+        assert got.score in (0.0, 1.0)
+    elif p is not None:
+        total = got.correctness + got.improvement + got.format
+        assert got.score == pytest.approx(min(1.0, max(-1.0, total)), abs=1e-12)
+
+
+def test_constants_live_in_one_place():
+    import inspect
+
+    from cobalt.reward import has_repetition
+
+    defaults = inspect.signature(has_repetition).parameters
+    assert defaults["min_len"].default == S.REPETITION_MIN_LEN == 32
+    assert defaults["min_repeats"].default == S.REPETITION_MIN_REPEATS == 8
+    assert (S.THINK_TOKEN_LIMIT, S.ANSWER_TOKEN_LIMIT, S.EXPLANATION_TOKEN_LIMIT) == (4096, 2048, 512)
