@@ -98,14 +98,13 @@ def test_verl_accepts_the_config(composed, run):
 
 
 def test_verl_resolves_our_reward_function_and_manager(composed):
-    """verl's own loaders, after its legacy-config migration, find our code through pkg:// paths."""
-    from verl.experimental.reward_loop.reward_loop import migrate_legacy_reward_impl
+    """verl's own loaders (as its reward workers call them) find our code through pkg:// paths."""
     from verl.trainer.ppo.reward import get_custom_reward_fn, resolve_reward_manager_cls
 
     from cobalt.verl_plugin import reward
     from cobalt.verl_plugin.reward_manager import CobaltRewardManager
 
-    cfg = migrate_legacy_reward_impl(OmegaConf.create(OmegaConf.to_container(composed["cobalt"])))
+    cfg = composed["cobalt"]
     assert resolve_reward_manager_cls(cfg) is CobaltRewardManager
     fn = get_custom_reward_fn(cfg)
     assert fn is not None and fn.args[0] is reward.compute_score  # verl wraps it in a partial

@@ -25,7 +25,20 @@ from typing import Any, Mapping
 __all__ = ["COMPONENT_KEYS", "REWARD_INFO_KEYS", "compute_score", "flatten_for_verl"]
 
 COMPONENT_KEYS = ("correctness", "improvement", "format")
-REWARD_INFO_KEYS = ("score", "acc", "pass_rate", *COMPONENT_KEYS, "reward_failed")
+_NUMBER_KEYS = (
+    "score",
+    "acc",
+    "pass_rate",
+    "prev_best_pass_rate",
+    *COMPONENT_KEYS,
+    "keyword_bonus",
+    "think_tokens",
+    "answer_tokens",
+    "explanation_tokens",
+    "n_tests",
+)
+REWARD_INFO_KEYS = (*_NUMBER_KEYS, "has_code", "is_val", "reward_failed", "reason")
+"""Every row's extra info carries exactly these keys (see :func:`flatten_for_verl`)."""
 
 
 async def compute_score(
@@ -58,13 +71,14 @@ def flatten_for_verl(result: Mapping[str, Any] | float, *, failed: bool = False)
 
     verl stacks the extra info of a batch key by key, taking the keys of the
     first row, so every row must carry the same keys whatever branch of the
-    reward it went through. ``score`` is a float; ``acc`` is the result's
-    ``acc``, else 1.0/0.0 for a fully/not fully passing ``pass_rate``, else the
-    score (a bare number, as verl does); ``pass_rate`` and the reward
-    components (``correctness``, ``improvement``, ``format``, found at the top
-    level or under ``components``) are floats or ``None`` when unknown (verl's
-    metrics skip ``None``); ``reward_failed`` is 1 for a row that could not be
-    scored (its ``acc`` is then 0).
+    reward (or of a failure) it went through. ``score`` is a float; numbers are
+    floats or ``None`` when unknown (verl's metrics skip ``None``); flags
+    (``has_code``, ``is_val``, ``reward_failed``) are 0/1; ``reason`` is text.
+    ``acc`` is the result's ``acc``, else 1.0/0.0 for a fully/not fully passing
+    ``pass_rate``, else the score (a bare number, as verl does). Components may
+    also sit under a nested ``components`` mapping. ``reward_failed`` is 1 when
+    ``failed`` is given or the result says its evaluation failed (``eval_failed``);
+    a failed row's ``acc`` is 0.
     """
     if not isinstance(result, Mapping):
         result = {"score": result}
@@ -72,18 +86,24 @@ def flatten_for_verl(result: Mapping[str, Any] | float, *, failed: bool = False)
         raise KeyError(f"reward result has no 'score' key (keys: {sorted(result)})")
     nested = result.get("components")
     nested = nested if isinstance(nested, Mapping) else {}
-    flat: dict[str, Any] = {"score": float(result["score"])}
-    flat["pass_rate"] = _number_or_none(result.get("pass_rate"))
-    for key in COMPONENT_KEYS:
-        flat[key] = _number_or_none(result.get(key, nested.get(key)))
-    acc = _number_or_none(result.get("acc"))
+    flat: dict[str, Any] = {key: _number_or_none(result.get(key, nested.get(key))) for key in _NUMBER_KEYS}
+    flat["score"] = float(result["score"])
+    failed = failed or bool(result.get("eval_failed"))
+    acc = 0.0 if failed else flat["acc"]
     if acc is None and flat["pass_rate"] is not None:
         acc = 1.0 if flat["pass_rate"] >= 1.0 else 0.0
-    if failed:
-        acc = 0.0
     flat["acc"] = flat["score"] if acc is None else acc
+    for key in ("has_code", "is_val"):
+        flat[key] = _flag(result.get(key))
     flat["reward_failed"] = 1 if failed else 0
+    reason = result.get("reason")
+    flat["reason"] = reason if isinstance(reason, str) else ""
     return {key: flat[key] for key in REWARD_INFO_KEYS}
+
+
+def _flag(value: Any) -> int | None:
+    """A yes/no value as 1/0, ``None`` when absent."""
+    return None if value is None else int(bool(value))
 
 
 def _number_or_none(value: Any) -> float | None:

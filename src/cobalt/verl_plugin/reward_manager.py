@@ -106,7 +106,7 @@ class CobaltRewardManager(RewardManagerBase):
                 reason = "timeout" if isinstance(exc, asyncio.TimeoutError) else f"{type(exc).__name__}: {exc}"
                 log.warning("reward failed for a row of %s (%s); scoring it as failed", data_source, reason)
                 score = VAL_FAILURE_SCORE if is_val else TRAIN_FAILURE_SCORE
-                extra = flatten_for_verl({"score": score}, failed=True)
+                extra = flatten_for_verl({"score": score, "is_val": is_val, "reason": reason}, failed=True)
                 return {"reward_score": score, "reward_extra_info": extra}
         extra = flatten_for_verl(result)
         return {"reward_score": extra["score"], "reward_extra_info": extra}
