@@ -124,7 +124,7 @@ class LeetCodeProblem:
         """The expected value of one test. The dataset drops the quotes of string
         answers that look like numbers ('-1'), so a ``-> str`` method keeps the text."""
         value = parse_expected(text)
-        if not isinstance(value, str) and return_annotation(self.reference, self.fn_name) == "str":
+        if isinstance(value, (int, float)) and return_annotation(self.reference, self.fn_name) == "str":
             return text.strip()
         return value
 

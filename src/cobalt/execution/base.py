@@ -20,6 +20,8 @@ from typing import Any, Mapping, Protocol, Sequence
 class TestCaseError(ValueError):
     """A test-case payload that cannot be used (missing field, wrong type, ...)."""
 
+    __test__ = False  # not a pytest test class
+
 
 class Status(str, enum.Enum):
     """Outcome of one test."""
@@ -93,6 +95,8 @@ class ExecOptions:
 @dataclass(frozen=True)
 class TestCases:
     """Test cases of one problem: stdin inputs and expected stdout, or call-based."""
+
+    __test__ = False  # not a pytest test class
 
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]

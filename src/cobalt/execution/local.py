@@ -93,7 +93,11 @@ class LocalExecutor:
         if fn_name and opts.call_mode == "lossy":
             code, fn_name = lossy_program(program, fn_name), None
         try:
-            records, error = self._execute(code, list(tests.inputs), fn_name, opts, len(tests))
+            failed = None
+            if opts.stop_on_first_failure:
+                def failed(idx: int, rec: dict) -> bool:
+                    return not self._judge_one(tests.inputs[idx], tests.outputs[idx], rec, opts, fn_name)[0]
+            records, error = self._execute(code, list(tests.inputs), fn_name, opts, len(tests), failed)
         except sbx.SandboxUnavailable:
             raise
         except Exception as exc:  # never let one program fail a batch
@@ -121,10 +125,11 @@ class LocalExecutor:
         return sbx.bwrap_argv(tmpfs_bytes=self.limits.tmpfs_bytes, allow_packages=opts.allow_packages)
 
     def _execute(
-        self, code: str, inputs: list[str], fn_name: str | None, opts: ExecOptions, n_tests: int
+        self, code: str, inputs: list[str], fn_name: str | None, opts: ExecOptions, n_tests: int, failed=None
     ) -> tuple[dict[int, dict], str | None]:
-        """Start the sandbox, stream records back, stop early when asked. Returns
-        the records by test index and an error text for records that never came."""
+        """Start the sandbox, stream records back, and stop as soon as ``failed(i, record)``
+        says so (stop-on-first-failure). Returns the records by test index and an
+        error text for records that never came."""
         res_r, res_w = os.pipe()
         job = self._job(code, inputs, fn_name, opts)
         job["result_fd"] = res_w
@@ -175,7 +180,7 @@ class LocalExecutor:
                         if not isinstance(idx, int) or idx in records or not 0 <= idx < n_tests:
                             raise RuntimeError(f"sandbox protocol violation (record {idx!r})")
                         records[idx] = rec
-                        if opts.stop_on_first_failure and not self._record_passes(rec, inputs, idx):
+                        if failed is not None and failed(idx, rec):
                             stop_early = True
                 if stop_early:
                     break
@@ -189,10 +194,6 @@ class LocalExecutor:
             _kill(proc)
             os.close(res_r)
         return records, error
-
-    def _record_passes(self, rec: dict, inputs: list[str], idx: int) -> bool:
-        # Stop-early needs a verdict on the fly; the full judgement happens later.
-        return rec.get("exit") == 0 and not rec.get("timeout") and not rec.get("olimit") and "_fail" not in rec
 
     def _judge(
         self, tests: TestCases, records: dict[int, dict], error: str | None, opts: ExecOptions, fn_name: str | None

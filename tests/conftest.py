@@ -1,0 +1,33 @@
+"""Shared test fixtures: paths to ../shared/data and a real embedded executor."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+LEETCODE_FILE = SHARED_DATA / "leetcode" / "leetcode_problems.jsonl.gz"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The folder of real public data sets beside the repository."""
+    assert SHARED_DATA.is_dir(), f"missing {SHARED_DATA}: clone the repository beside shared/"
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def leetcode_problems():
+    """All 286 LeetCode problems with reference solutions."""
+    from cobalt.data.leetcode import load_leetcode
+
+    return load_leetcode(LEETCODE_FILE)
+
+
+@pytest.fixture(scope="session")
+def executor():
+    """A real bubblewrap-sandboxed executor with the paper's limits."""
+    from cobalt.execution.local import LocalExecutor
+
+    return LocalExecutor()

@@ -1,0 +1,162 @@
+"""The sandboxed executor on small real programs: verdicts, feedback, limits, modes."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cobalt.execution.base import ExecOptions, Limits, Status, TestCaseError, TestCases
+from cobalt.execution.feedback import TRUNCATE_MARKER
+from cobalt.execution.local import LocalExecutor, lossy_program
+
+ADD = "a, b = map(int, input().split())\nprint(a + b)\n"
+TESTS = TestCases(("1 2\n", "3 4\n", "5 5\n"), ("3", "7", "11"))
+
+
+def test_verdicts_and_paper_result_shape(executor):
+    res = executor.run_sync(ADD, TESTS)
+    assert res.passing == (True, True, False)
+    assert res.status == ("passed", "passed", "wrong_answer")
+    d = res.to_dict()
+    assert list(d)[:2] == ["passing", "feedback"]
+    assert len(d["feedback"]) == 3 and abs(d["pass_rate"] - 2 / 3) < 1e-9
+    assert res.feedback[2] == "Input:\n5 5\nYour output:\n10\nExpected output:\n11"
+
+
+def test_exact_rule_strips_only_outer_whitespace(executor):
+    prog = "print('  1 2  ')\nprint()\n"
+    res = executor.run_sync(prog, TestCases(("",) * 3, ("1 2", "\n1 2\n\n", "1  2")))
+    assert res.passing == (True, True, False)
+
+
+def test_tolerant_mode_is_opt_in(executor):
+    prog = "print('0.3333333 ')\nprint('x  ')\n"
+    tests = TestCases(("",), ("0.33333333\nx",))
+    assert executor.run_sync(prog, tests).passing == (False,)
+    assert executor.run_sync(prog, tests, ExecOptions(compare="tolerant", float_tol=1e-6)).passing == (True,)
+
+
+def test_runtime_error_feedback_starts_at_user_code(executor):
+    res = executor.run_sync("def f(x):\n    return 1 // x\nprint(f(int(input())))\n", TestCases(("0",), ("1",)))
+    assert res.status == ("runtime_error",)
+    fb = res.feedback[0]
+    assert "Error:\nTraceback (most recent call last):\n  File \"<solution>\", line 3" in fb
+    assert "ZeroDivisionError" in fb and "Expected output" not in fb
+    assert "_runner" not in fb and "runner.py" not in fb
+
+
+def test_syntax_error_fails_every_test(executor):
+    res = executor.run_sync("def broken(:\n", TESTS)
+    assert res.passing == (False,) * 3 and set(res.status) == {"runtime_error"}
+    assert "SyntaxError" in res.feedback[0]
+
+
+def test_exit_and_sys_exit_behave_normally(executor):
+    tests = TestCases(("",), ("ok",))
+    for prog in ("print('ok')\nexit()", "print('ok')\nquit(0)", "import sys\nprint('ok')\nsys.exit()",
+                 "import sys\nprint('ok')\nsys.exit(0)"):
+        assert executor.run_sync(prog, tests).passing == (True,), prog
+    res = executor.run_sync("import sys\nprint('ok')\nsys.exit(3)", tests)
+    assert res.status == ("runtime_error",)
+
+
+def test_timeout_kills_and_reports_four_seconds():
+    ex = LocalExecutor(Limits(test_wall_s=1.0, test_cpu_s=1.0))
+    res = ex.run_sync("while True:\n    pass\n", TestCases(("",), ("",)))
+    assert res.status == ("timeout",)
+    assert "timed out after 1 seconds" in res.feedback[0]
+    res = ex.run_sync("import time\ntime.sleep(30)\n", TestCases(("",), ("",)))
+    assert res.status == ("timeout",) and res.wall_s[0] < 3
+
+
+def test_program_budget_skips_remaining_tests():
+    ex = LocalExecutor(Limits(test_wall_s=1.0, test_cpu_s=1.0, program_wall_s=2.5))
+    res = ex.run_sync("while True: pass", TestCases(("",) * 5, ("",) * 5))
+    assert res.passing == (False,) * 5 and set(res.status) == {"timeout"}
+    assert sum(res.wall_s) < 4
+
+
+def test_memory_and_output_limits(executor):
+    res = executor.run_sync("x = bytearray(2 * 1024 ** 3)", TestCases(("",), ("",)))
+    assert res.status == ("memory_limit",) and "MemoryError" in res.feedback[0]
+    res = executor.run_sync("import sys\nsys.stdout.write('y' * (2 << 20))", TestCases(("",), ("y",)))
+    assert res.status == ("output_limit",) and "output limit exceeded" in res.feedback[0]
+
+
+def test_feedback_truncated_to_head_and_tail(executor):
+    res = executor.run_sync("print('a' * 300 + 'b' * 300)", TestCases(("",), ("c",)))
+    fb = res.feedback[0]
+    assert TRUNCATE_MARKER in fb and "a" * 200 + TRUNCATE_MARKER + "b" * 200 in fb
+
+
+def test_call_based_global_function_and_solution_method(executor):
+    tests = TestCases(('[1, 2, 3]\n2\n', '[]\n5\n'), ('[3, 4, 5]', '[]'), "shift")
+    assert executor.run_sync("def shift(xs, k):\n    return [x + k for x in xs]\n", tests).passing == (True, True)
+    cls = "class Solution:\n    def shift(self, xs, k):\n        return tuple(x + k for x in xs)\n"
+    assert executor.run_sync(cls, tests).passing == (True, True)
+    wrong = "class Solution:\n    def shift(self, xs, k):\n        return xs\n"
+    assert executor.run_sync(wrong, tests).status == ("wrong_answer", "passed")
+
+
+def test_call_based_ignores_prints_and_main_guard(executor):
+    prog = ("def double(x):\n    print('debug', x)\n    return 2 * x\n"
+            "if __name__ == '__main__':\n    double(int(input()))\n")
+    assert executor.run_sync(prog, TestCases(("21\n",), ("42",), "double")).passing == (True,)
+
+
+def test_lossy_mode_is_the_papers_driver(executor):
+    prog = "class Solution:\n    def add(self, a, b):\n        return a + b\n"
+    assert lossy_program(prog, "add").endswith("print(Solution().add(*input().split()))\n")
+    tests = TestCases(("1 2",), ("3",), "add")
+    # Arguments arrive as strings: '1' + '2' == '12'. That is why the mode is lossy.
+    res = executor.run_sync(prog, tests, ExecOptions(call_mode="lossy"))
+    assert res.passing == (False,) and "Your output:\n12" in res.feedback[0]
+    assert executor.run_sync(prog, TestCases(("1\n2\n",), ("3",), "add")).passing == (True,)
+
+
+def test_stop_on_first_failure_skips_the_rest(executor):
+    res = executor.run_sync(ADD, TestCases(("1 1", "2 2", "3 3"), ("2", "5", "6")), ExecOptions(stop_on_first_failure=True))
+    assert res.passing[:2] == (True, False)
+    assert res.status[2] == Status.SKIPPED.value
+
+
+def test_big_ints_and_deep_recursion_work(executor):
+    prog = ("import sys\nn = int(input())\nprint(len(str(7 ** n)))\n"
+            "def depth(k):\n    return 0 if k == 0 else 1 + depth(k - 1)\nprint(depth(100000))\n")
+    res = executor.run_sync(prog, TestCases(("20000",), ("16902\n100000",)))
+    assert res.passing == (True,), res.feedback
+
+
+def test_packages_hidden_by_default_and_importable_on_request(executor):
+    prog = "import sortedcontainers\nprint('ok')\n"
+    tests = TestCases(("",), ("ok",))
+    assert executor.run_sync(prog, tests).status == ("runtime_error",)
+    assert executor.run_sync(prog, tests, ExecOptions(allow_packages=True)).passing == (True,)
+
+
+def test_non_utf8_output_is_judged_not_crashed(executor):
+    res = executor.run_sync("import sys\nsys.stdout.buffer.write(b'\\xff\\xfe ok')\n", TestCases(("",), ("ok",)))
+    assert res.status == ("wrong_answer",)
+    assert "\ufffd" in res.feedback[0]
+
+
+def test_each_test_gets_a_fresh_process(executor):
+    prog = "import builtins\nprint(getattr(builtins, 'seen', 0))\nbuiltins.seen = 1\n"
+    assert executor.run_sync(prog, TestCases(("", ""), ("0", "0"))).passing == (True, True)
+
+
+def test_bad_test_cases_raise_clear_errors():
+    with pytest.raises(TestCaseError, match=r"test_cases.inputs\[1\]: expected a string"):
+        TestCases.from_obj({"inputs": ["a", 3], "outputs": ["x", "y"]})
+    with pytest.raises(TestCaseError, match="2 inputs but 1 outputs"):
+        TestCases.from_obj({"inputs": ["a", "b"], "outputs": ["x"]})
+    with pytest.raises(TestCaseError, match="outputs: missing"):
+        TestCases.from_obj(json.dumps({"inputs": []}))
+
+
+def test_no_sandbox_mode_warns_loudly():
+    from cobalt.execution.local import NoSandboxWarning
+
+    with pytest.warns(NoSandboxWarning):
+        ex = LocalExecutor(sandbox="none")
+    assert ex.run_sync(ADD, TESTS).passing == (True, True, False)
