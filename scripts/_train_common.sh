@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared launcher of the paper's veRL GRPO runs; sourced by scripts/train_*.sh, which set RUN.
 #
 # Usage: scripts/train_<run>.sh [--dry-run] [HYDRA_OVERRIDE ...]
@@ -21,7 +22,8 @@
 #   EXPERIMENT_NAME  tracking experiment [<run>-<model name>]
 #   ROLLOUT_TP       vLLM tensor parallel size [2]
 #   RAY_ADDRESS      join this Ray cluster instead of starting a local head
-#   EVALUATOR_ARGS   extra flags for `cobalt serve` (replicas, CPUs ...) []
+#   EVALUATOR_REPLICAS  evaluator replicas of 1 CPU each; the paper ran 80 [half this node's CPUs, at most 80]
+#   EVALUATOR_ARGS   more flags for `cobalt serve` (--memory-gb-per-replica ...) []
 #   SKIP_EVALUATOR   1: the evaluator app is already running on the cluster [0]
 #   KEEP_RAY         1: leave the Ray head this script started running at exit [0]
 #   PYTHON           interpreter with cobalt[train] installed [<repo>/.venv/bin/python, else python3]
@@ -41,7 +43,7 @@ for arg in "$@"; do
     case "$arg" in
         --dry-run) DRY_RUN=1 ;;
         -h|--help)
-            sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
+            sed -n '/^# Usage:/,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
             exit 0 ;;
         *) EXTRA_OVERRIDES+=("$arg") ;;
     esac
@@ -98,10 +100,14 @@ export RAY_ADDRESS
 # 2. The evaluator app ("evaluator", route /evaluator) on that cluster.
 if [[ "${SKIP_EVALUATOR:-0}" != 1 ]]; then
     read -r -a EVALUATOR_EXTRA <<< "${EVALUATOR_ARGS:-}"
+    HALF_CPUS=$(( $(nproc) / 2 ))
+    EVALUATOR_REPLICAS="${EVALUATOR_REPLICAS:-$(( HALF_CPUS > 80 ? 80 : (HALF_CPUS < 1 ? 1 : HALF_CPUS) ))}"
+    EVALUATOR_EXTRA=(--replicas "$EVALUATOR_REPLICAS" "${EVALUATOR_EXTRA[@]}")
     if "$PYTHON" -c "import cobalt.execution.serve_cli" 2>/dev/null \
         && cobalt_cli serve --help 2>/dev/null | grep -q -- "--detach"; then
         cobalt_cli serve --address "$RAY_ADDRESS" --detach "${EVALUATOR_EXTRA[@]}"
     else
+        export COBALT_EVAL_NUM_REPLICAS="$EVALUATOR_REPLICAS"
         (cd "$REPO_ROOT" && exec "$PYTHON" -m ray.serve.scripts run remote_reward_server:app \
             --address "$RAY_ADDRESS" --name evaluator --route-prefix /evaluator) &
         SERVE_PID=$!
