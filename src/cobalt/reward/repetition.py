@@ -31,6 +31,7 @@ on the reward's default path).
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from math import ceil
 
 _GALLOP_START = 32
@@ -82,7 +83,7 @@ def _scan_levels(text: str, min_len: int, k: int) -> bool:
     p_max = n // k
     ratio = 2.0 if k >= 4 else 1.5
     rev: str | None = None
-    checked: dict[int, tuple[int, int]] = {}
+    checked: dict[int, tuple[list[int], list[int]]] = {}  # shift -> (starts, ends) of measured intervals
     lo, hi = 0, min_len
     while lo < p_max:
         hi = min(hi, p_max)
@@ -92,15 +93,18 @@ def _scan_levels(text: str, min_len: int, k: int) -> bool:
             if pos < 0:
                 continue
             d = pos - x
-            known = checked.get(d)
-            if known is not None and known[0] <= x and x + d + hi <= known[1]:
-                continue
+            starts, ends = checked.setdefault(d, ([], []))
+            at = bisect_right(starts, x) - 1
+            if at >= 0 and x + d + hi <= ends[at]:
+                continue  # inside a maximal d-periodic interval already measured (too short)
             if rev is None:
                 rev = text[::-1]
             start, end = _periodic_extent(text, rev, x, d, hi)
             if end - start >= _need(d, min_len, k):
                 return True
-            checked[d] = (start, end)
+            at = bisect_right(starts, start)
+            starts.insert(at, start)
+            ends.insert(at, end)
         lo, hi = hi, max(hi + 1, int(hi * ratio))
     return False
 
