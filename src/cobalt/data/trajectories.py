@@ -25,6 +25,7 @@ Every number of the method is a flag whose default is the paper's.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -274,10 +275,8 @@ class TokenCounter:
 
     @classmethod
     def from_pretrained(cls, name_or_path: str, chat_template_kwargs: dict | None = None) -> "TokenCounter":
-        """Load the tokenizer of a model (hub name or local folder)."""
-        from transformers import AutoTokenizer
-
-        return cls(AutoTokenizer.from_pretrained(name_or_path), chat_template_kwargs)
+        """Load the tokenizer of a model (hub name or local folder); loaded once per process."""
+        return cls(_load_tokenizer(str(name_or_path)), chat_template_kwargs)
 
     def __call__(self, messages: Messages) -> int:
         out = self.tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, **self.kwargs)
@@ -286,6 +285,13 @@ class TokenCounter:
         if out and isinstance(out[0], list):
             out = out[0]
         return len(out)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_tokenizer(name_or_path: str) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(name_or_path)
 
 
 # ---------------------------------------------------------------- prompts
