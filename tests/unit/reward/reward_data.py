@@ -78,3 +78,35 @@ def build_responses(rows: list[dict]) -> dict[str, str]:
     for kind, sentence in KEYWORD_SENTENCES.items():
         out[kind] = thinking(reasoning + sentence, block, explanation)
     return out
+
+
+def call_tests(row: dict) -> dict:
+    """A LeetCode row's ``input_output`` as call-based tests: one JSON argument per
+    line (from ``name = value, ...``), the expected return value as JSON."""
+    import ast
+
+    inputs, outputs = [], []
+    for case in row["input_output"]:
+        call = ast.parse(f"f({case['input']})", mode="eval").body
+        args = [ast.literal_eval(kw.value) for kw in call.keywords]
+        inputs.append("".join(json.dumps(a) + "\n" for a in args))
+        outputs.append(json.dumps(ast.literal_eval(case["output"])))
+    return {"inputs": inputs, "outputs": outputs, "fn_name": row["entry_point"].rsplit(".", 1)[-1]}
+
+
+def stdin_program(row: dict, code: str) -> str:
+    """``code`` (a class Solution) as a stdin/stdout program: read the JSON arguments,
+    one per line, call the method and print the JSON result."""
+    method = row["entry_point"].rsplit(".", 1)[-1]
+    driver = (
+        "\n\nimport json as _json, sys as _sys\n"
+        "_args = [_json.loads(_line) for _line in _sys.stdin if _line.strip()]\n"
+        f"print(_json.dumps(Solution().{method}(*_args)))\n"
+    )
+    return row["prompt"] + code + driver
+
+
+def with_code(row: dict, code: str) -> str:
+    """The row's real thinking response with its code block's body replaced by ``code``."""
+    reasoning, _, explanation = split_answer(row["response"])
+    return thinking(reasoning, f"```python\n{code.rstrip()}\n```", explanation)
