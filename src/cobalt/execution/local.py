@@ -119,10 +119,12 @@ class LocalExecutor:
             job["sys_path_extra"] = list(py.site_packages) + list(py.venv_site_packages)
         return job
 
-    def _argv(self, opts: ExecOptions) -> list[str]:
+    def _argv(self, opts: ExecOptions, seccomp_fd: int | None = None) -> list[str]:
         if self.sandbox == "none":
             return sbx.direct_argv()
-        return sbx.bwrap_argv(tmpfs_bytes=self.limits.tmpfs_bytes, allow_packages=opts.allow_packages)
+        return sbx.bwrap_argv(
+            tmpfs_bytes=self.limits.tmpfs_bytes, allow_packages=opts.allow_packages, seccomp_fd=seccomp_fd
+        )
 
     def _execute(
         self, code: str, inputs: list[str], fn_name: str | None, opts: ExecOptions, n_tests: int, failed=None
@@ -131,23 +133,26 @@ class LocalExecutor:
         says so (stop-on-first-failure). Returns the records by test index and an
         error text for records that never came."""
         res_r, res_w = os.pipe()
+        filter_fd = sbx.seccomp_fd() if self.sandbox == "bwrap" else None
         job = self._job(code, inputs, fn_name, opts)
         job["result_fd"] = res_w
         payload = json.dumps(job).encode("utf-8", "surrogatepass")
         env = dict(sbx.MINIMAL_ENV)
         try:
             proc = subprocess.Popen(
-                self._argv(opts),
+                self._argv(opts, filter_fd),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
-                pass_fds=(res_w,),
+                pass_fds=(res_w,) if filter_fd is None else (res_w, filter_fd),
                 env=env,
                 cwd="/",
                 close_fds=True,
             )
         finally:
             os.close(res_w)
+            if filter_fd is not None:
+                os.close(filter_fd)
         records: dict[int, dict] = {}
         error = None
         deadline = time.monotonic() + self.limits.program_wall_s + HOST_GRACE_S

@@ -22,11 +22,14 @@ sandbox runs in a new user namespace as uid 65534.
 """
 from __future__ import annotations
 
+import errno
 import functools
 import os
+import platform
 import secrets
 import shutil
 import site
+import struct
 import subprocess
 import sys
 import sysconfig
@@ -113,8 +116,76 @@ def _system_dirs() -> list[str]:
     return args
 
 
-def bwrap_argv(*, tmpfs_bytes: int, allow_packages: bool, as_root: bool | None = None) -> list[str]:
-    """The full command line: bubblewrap options, then the runner under ``python -S``."""
+# --- seccomp ------------------------------------------------------------------
+# One classic-BPF filter, installed by bubblewrap (--seccomp FD) on the runner and
+# inherited by every test process: it refuses to create user namespaces. Inside
+# one, a program holds every capability over the namespaces it makes: it could
+# mount a tmpfs of its own without a size limit (escaping the /tmp limit and
+# filling the host's memory) and reach kernel code that is otherwise closed to
+# unprivileged users. clone3 gets ENOSYS (its flags lie in memory that a filter
+# cannot read), so the C library falls back to clone, whose flags are checked.
+# Other system-call ABIs (i386, x32 on x86_64) are refused outright.
+CLONE_NEWUSER = 0x10000000
+_SECCOMP_ARCH = {  # machine -> (AUDIT_ARCH_*, unshare, clone, clone3)
+    "x86_64": (0xC000003E, 272, 56, 435),
+    "aarch64": (0xC00000B7, 97, 220, 435),
+}
+_X32_SYSCALL_BIT = 0x40000000
+_RET_ALLOW = 0x7FFF0000
+_RET_ERRNO = 0x00050000
+_LD_ABS, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
+
+
+def _bpf(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+    return struct.pack("=HBBI", code, jt, jf, k)
+
+
+def seccomp_program(machine: str | None = None) -> bytes | None:
+    """The compiled filter (struct sock_filter[]) for ``machine`` (default: this one),
+    or None for an architecture without a system-call table here."""
+    entry = _SECCOMP_ARCH.get(machine or platform.machine())
+    if entry is None:
+        return None
+    arch, nr_unshare, nr_clone, nr_clone3 = entry
+    eperm, enosys = _RET_ERRNO | errno.EPERM, _RET_ERRNO | errno.ENOSYS
+    return b"".join((
+        _bpf(_LD_ABS, 4),                        # 0: seccomp_data.arch
+        _bpf(_JEQ, arch, 1, 0),                  # 1: native ABI -> 3
+        _bpf(_RET, eperm),                       # 2
+        _bpf(_LD_ABS, 0),                        # 3: seccomp_data.nr
+        _bpf(_JGE, _X32_SYSCALL_BIT, 0, 1),      # 4: x32 -> 5, else 6
+        _bpf(_RET, eperm),                       # 5
+        _bpf(_JEQ, nr_clone3, 0, 1),             # 6
+        _bpf(_RET, enosys),                      # 7
+        _bpf(_JEQ, nr_unshare, 2, 0),            # 8: -> 11
+        _bpf(_JEQ, nr_clone, 1, 0),              # 9: -> 11
+        _bpf(_RET, _RET_ALLOW),                  # 10
+        _bpf(_LD_ABS, 16),                       # 11: low word of args[0] (the flags)
+        _bpf(_JSET, CLONE_NEWUSER, 0, 1),        # 12
+        _bpf(_RET, eperm),                       # 13
+        _bpf(_RET, _RET_ALLOW),                  # 14
+    ))
+
+
+def seccomp_fd() -> int | None:
+    """A pipe's read end holding :func:`seccomp_program`, for ``bwrap --seccomp``
+    (None where no filter exists). The caller passes it to bwrap and closes it."""
+    prog = seccomp_program()
+    if prog is None:
+        return None
+    r, w = os.pipe()
+    try:
+        os.write(w, prog)  # 120 bytes: always fits the pipe's buffer
+    finally:
+        os.close(w)
+    return r
+
+
+def bwrap_argv(
+    *, tmpfs_bytes: int, allow_packages: bool, as_root: bool | None = None, seccomp_fd: int | None = None
+) -> list[str]:
+    """The full command line: bubblewrap options, then the runner under ``python -S``.
+    ``seccomp_fd``: a descriptor from :func:`seccomp_fd`, inherited by bwrap."""
     py = python_install()
     as_root = _is_root() if as_root is None else as_root
     bwrap = shutil.which("bwrap") or "bwrap"
@@ -150,6 +221,8 @@ def bwrap_argv(*, tmpfs_bytes: int, allow_packages: bool, as_root: bool | None =
         args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
         args += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--disable-userns"]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
     args += ["--chdir", "/tmp", "--", py.executable, "-S", "-B", RUNNER_IN_SANDBOX]
     return args
 
@@ -196,12 +269,17 @@ def check_sandbox(tmpfs_bytes: int = 1 << 20) -> str:
         version = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SandboxUnavailable(f"cannot run {bwrap}: {exc}") from None
-    argv = bwrap_argv(tmpfs_bytes=tmpfs_bytes, allow_packages=False)
+    filter_fd = seccomp_fd()
+    argv = bwrap_argv(tmpfs_bytes=tmpfs_bytes, allow_packages=False, seccomp_fd=filter_fd)
     argv = argv[: argv.index("--") + 1] + [python_install().executable, "-S", "-c", "print('ok')"]
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=MINIMAL_ENV)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=MINIMAL_ENV,
+                              pass_fds=() if filter_fd is None else (filter_fd,))
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SandboxUnavailable(f"bubblewrap failed to start: {exc}") from None
+    finally:
+        if filter_fd is not None:
+            os.close(filter_fd)
     if proc.returncode != 0 or proc.stdout.strip() != "ok":
         raise SandboxUnavailable(
             f"bubblewrap cannot create its sandbox here ({version or 'unknown version'}): "
