@@ -28,6 +28,7 @@ SOLUTION_FILE = "<solution>"
 STDERR_HEAD = 8 * 1024
 STDERR_TAIL = 24 * 1024
 RET_CAP = 8 * 1024 * 1024
+THREAD_STACK_BYTES = 8 * 1024 * 1024
 
 
 class _Exit:
@@ -108,11 +109,25 @@ def _drop_privileges(uid):
     os.setresuid(uid, uid, uid)
 
 
+_PIDNS = []
+
+
+def _in_sandbox_pid_namespace():
+    """True when PID 1 is bubblewrap's init, i.e. this is the sandbox's own namespace."""
+    if not _PIDNS:
+        try:
+            with open("/proc/1/comm") as fh:
+                _PIDNS.append(os.getpid() < 64 and fh.read().strip() == "bwrap")
+        except OSError:
+            _PIDNS.append(False)
+    return _PIDNS[0]
+
+
 def _kill_others():
     """SIGKILL every process in this PID namespace except init (1) and us."""
     me = os.getpid()
-    if me > 64 or not os.path.exists("/proc/1/comm") or open("/proc/1/comm").read().strip() != "bwrap":
-        return 0  # not the sandbox's PID namespace: never touch the host's processes
+    if not _in_sandbox_pid_namespace():
+        return 0  # never touch the host's processes
     killed = 0
     for _ in range(3):
         found = False
@@ -273,12 +288,18 @@ def _child(job, code_obj, in_fd, out_w, err_w, ret_w):
         resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_size_bytes"], lim["file_size_bytes"]))
         resource.setrlimit(resource.RLIMIT_NPROC, (lim["max_processes"], lim["max_processes"]))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        # New threads take their stack size from RLIMIT_STACK, which the host raised
+        # for deep recursion in the main thread: under the address-space limit that
+        # left room for hardly any thread. Give them a usual 8 MiB; a program can
+        # still ask for more with threading.stack_size().
+        import _thread
+
+        _thread.stack_size(THREAD_STACK_BYTES)
         for sig in (signal.SIGPIPE, signal.SIGXFSZ):
             signal.signal(sig, signal.SIG_DFL)
-        sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8", errors="surrogateescape")
-        sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False), 65536), encoding="utf-8", errors="surrogateescape")
-        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", write_through=True)
-        sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+        # The runner's own stdio objects, never used by the runner after start-up,
+        # now sit on the test's descriptors: no need to build new ones per test.
+        sys.stdin, sys.stdout, sys.stderr = _STDIO
         sys.argv = ["solution.py"]
         if "random" in sys.modules:
             sys.modules["random"].seed()  # each test its own seed, as in a fresh process
@@ -451,8 +472,18 @@ def _emit(rec):
         view = view[os.write(_RESULT_FD[0], view):]
 
 
+_STDIO = (None, None, None)
+
+
 def main():
+    global _STDIO
     raw = sys.stdin.buffer.read()
+    _STDIO = (
+        io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8", errors="surrogateescape"),
+        io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False), 65536), encoding="utf-8", errors="surrogateescape"),
+        io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", write_through=True),
+    )
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = _STDIO
     job = json.loads(raw)
     _RESULT_FD[0] = job["result_fd"]
     if _RESULT_FD[0] == CALL_RET_FD:
