@@ -6,7 +6,7 @@ fast check and the direct regex reference are timed in this run and must
 agree; the ratio is printed. Then shaped_reward is timed on realistic
 thinking responses (o200k_base token counting included).
 
-    .venv/bin/python benchmarks/bench_reward.py [--chars 24000] [--repeat 20] [--skip-reference]
+    .venv/bin/python benchmarks/bench_reward.py [--chars 24000] [--repeat 20] [--skip-reference] [--data-dir DIR]
 """
 from __future__ import annotations
 
@@ -31,9 +31,9 @@ def reference(text: str, min_len: int = 32, min_repeats: int = 8) -> bool:
     return False
 
 
-def load_answers() -> list[str]:
+def load_answers(data_dir: Path) -> list[str]:
     """The real model answers of the shared LeetCode data."""
-    with gzip.open(SHARED_DATA / "leetcode" / "leetcode_problems.jsonl.gz", "rt", encoding="utf-8") as fh:
+    with gzip.open(data_dir / "leetcode" / "leetcode_problems.jsonl.gz", "rt", encoding="utf-8") as fh:
         return [json.loads(line)["response"] for line in fh if line.strip()]
 
 
@@ -114,9 +114,11 @@ def main() -> int:
     parser.add_argument("--chars", type=int, default=24000, help="length of each repetition test text")
     parser.add_argument("--repeat", type=int, default=20, help="timed calls per measurement (median reported)")
     parser.add_argument("--skip-reference", action="store_true", help="do not run the slow regex reference")
+    parser.add_argument("--data-dir", type=Path, default=SHARED_DATA,
+                        help="folder with leetcode/ and tiktoken/ (default: ../shared/data beside the repo)")
     args = parser.parse_args()
-    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str((SHARED_DATA / "tiktoken").resolve()))
-    answers = load_answers()
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str((args.data_dir / "tiktoken").resolve()))
+    answers = load_answers(args.data_dir)
     bench_repetition(build_texts(answers, args.chars), args.repeat, args.skip_reference)
     print()
     bench_shaped(answers, args.repeat)

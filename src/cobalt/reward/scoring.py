@@ -173,7 +173,7 @@ async def _score(
     counter: TokenCounter | None = kwargs.get("token_counter")
     code = extract_code(response)
     if code is None:
-        breakdown = shaped_reward_breakdown(response, None, prev_best, is_val=is_val, token_counter=counter)
+        breakdown = shaped_reward_breakdown(response, None, prev_best, is_val=is_val)
         return _result(breakdown, has_code=False, n_tests=len(tests), reason="no code block")
     client = kwargs.get("client") or _default_client()
     wait_s = float(getattr(client, "timeout_s", 30.0)) + CLIENT_GRACE_S
@@ -186,7 +186,10 @@ async def _score(
         reason = result.error or f"{len(result.passing)} verdicts for {len(tests)} tests"
         return _failure(f"evaluation failed: {reason}", is_val=is_val, prev_best=prev_best,
                         has_code=True, n_tests=len(tests), where=where)
-    breakdown = shaped_reward_breakdown(response, result.pass_rate, prev_best, is_val=is_val, token_counter=counter)
+    # Token counting and the repetition scan take milliseconds: keep them off the event loop.
+    breakdown = await asyncio.to_thread(
+        shaped_reward_breakdown, response, result.pass_rate, prev_best, is_val=is_val, token_counter=counter
+    )
     return _result(breakdown, has_code=True, n_tests=len(tests))
 
 
