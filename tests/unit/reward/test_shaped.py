@@ -267,3 +267,12 @@ def test_constants_live_in_one_place():
     assert defaults["min_len"].default == S.REPETITION_MIN_LEN == 32
     assert defaults["min_repeats"].default == S.REPETITION_MIN_REPEATS == 8
     assert (S.THINK_TOKEN_LIMIT, S.ANSWER_TOKEN_LIMIT, S.EXPLANATION_TOKEN_LIMIT) == (4096, 2048, 512)
+
+
+@pytest.mark.parametrize("module", ["shaped", "repetition", "tokens", "scoring"])
+def test_doctests(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(f"cobalt.reward.{module}"))
+    assert result.attempted >= 1 and result.failed == 0
