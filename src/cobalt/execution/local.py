@@ -180,6 +180,8 @@ class LocalExecutor:
                     buf += chunk
                     *lines, buf = buf.split(b"\n")
                     for line in lines:
+                        if stop_early:
+                            break  # records after the first failure count as skipped
                         rec = json.loads(line)
                         idx = rec.get("i")
                         if not isinstance(idx, int) or idx in records or not 0 <= idx < n_tests:
