@@ -5,8 +5,8 @@ verl 0.9.1 loads it with ``reward.custom_reward_function.path=pkg://cobalt.verl_
 awaits it inside the reward worker's event loop. verl passes keyword arguments
 ``data_source``, ``solution_str`` (the decoded response, special tokens skipped),
 ``ground_truth`` (``reward_model.ground_truth`` of the row: the test cases as
-JSON) and ``extra_info`` (the row's ``extra_info`` dict, to which verl adds
-``num_turns`` and ``rollout_reward_scores``), plus anything listed under
+JSON) and ``extra_info`` (the row's ``extra_info`` dict; verl's ``naive`` manager adds
+``num_turns`` and ``rollout_reward_scores`` to it), plus anything listed under
 ``custom_reward_function.reward_kwargs``.
 
 verl never tells the function whether a row is a validation row, so the flag
