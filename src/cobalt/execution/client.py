@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
@@ -65,6 +66,7 @@ class EvaluatorClient:
         self._handle = None
         self._sem: asyncio.Semaphore | None = None
         self._sem_loop = None
+        self._connecting: asyncio.Future | None = None
 
     # -- construction -------------------------------------------------------
     @classmethod
@@ -118,6 +120,39 @@ class EvaluatorClient:
             self._handle = serve.get_deployment_handle(self.deployment_name, app_name=self.app_name)
         return self._handle
 
+    async def _ray_handle_within(self, timeout: float):
+        """The handle, made in a daemon thread: ``ray.init`` on an address where no
+        cluster answers blocks for minutes, and must cost a call no more than its timeout."""
+        if self._handle is not None:
+            return self._handle
+        loop = asyncio.get_running_loop()
+        pending = self._connecting
+        if pending is None or pending.get_loop() is not loop or pending.done():
+            pending = loop.create_future()
+
+            def settle(fut: asyncio.Future, value: Any, exc: BaseException | None) -> None:
+                if not fut.done():
+                    fut.set_exception(exc) if exc is not None else fut.set_result(value)
+
+            def connect() -> None:
+                try:
+                    value, exc = self._ray_handle(), None
+                except BaseException as err:  # reported to the caller, never raised here
+                    value, exc = None, err
+                try:
+                    loop.call_soon_threadsafe(settle, pending, value, exc)
+                except RuntimeError:
+                    pass  # that event loop is gone
+
+            self._connecting = pending
+            threading.Thread(target=connect, name="cobalt-ray-connect", daemon=True).start()
+        try:
+            return await asyncio.wait_for(asyncio.shield(pending), timeout)
+        except asyncio.TimeoutError:
+            raise ConnectionError(
+                f"no answer from the Ray cluster at {self.ray_address or 'auto'} within {timeout:.3g} seconds"
+            ) from None
+
     # -- public API -----------------------------------------------------------
     async def evaluate(self, code: str, test_cases: TestCases | Mapping | str) -> ExecutionResult:
         """Run ``code`` on ``test_cases``; always returns a result (failing on any error)."""
@@ -154,8 +189,9 @@ class EvaluatorClient:
             if remaining <= 0:
                 break
             try:
-                handle = self._ray_handle()
+                handle = await self._ray_handle_within(remaining)
                 response = handle.remote(payload)
+                remaining = max(deadline - time.monotonic(), 0.001)
                 raw = await asyncio.wait_for(_await_response(response), timeout=remaining)
                 return ExecutionResult.from_dict(raw)
             except asyncio.TimeoutError:
