@@ -669,3 +669,19 @@ async def test_fork_bomb_does_not_starve_a_neighbour(host, sentinel_proc):
     assert results[0].status == ("timeout",)
     assert results[1].status == ("passed",), results[1].feedback
     assert not wait_no_leftovers([], {sentinel_proc.pid})
+
+
+def test_known_gap_memory_limit_is_per_process(run_attack):
+    # RLIMIT_AS bounds each process, not the sandbox: with the process limit a program
+    # can hold about max_processes x memory_bytes (here 4 x 200 MiB under a 256 MiB
+    # limit). SECURITY.md gives the bound; a cgroup would close it.
+    code = (
+        "import os, time\nr, w = os.pipe()\nkids = []\nfor _ in range(4):\n    pid = os.fork()\n    if pid == 0:\n"
+        "        block = bytearray(200 << 20)\n        for k in range(0, len(block), 4096):\n            block[k] = 1\n"
+        "        os.write(w, b'x')\n        time.sleep(5)\n        os._exit(0)\n    kids.append(pid)\n"
+        "got = b''\nwhile len(got) < 4:\n    got += os.read(r, 4)\nprint(len(got) * 200, 'MiB held at once')"
+    )
+    attack = Attack("memory_across_processes", code, ("800 MiB held at once",), status=OK,
+                    limits={"test_wall_s": 4.0, "test_cpu_s": 4.0})
+    outcome = run_attack(attack)
+    check_verdict(attack, outcome)
