@@ -118,19 +118,31 @@ class JsonlAppender:
                 fh.truncate(good_end)
 
     def write(self, record: Mapping[str, Any]) -> None:
-        """Append ``record`` as one JSON line and flush it."""
+        """Append ``record`` as one JSON line and flush it. An OSError (disk full)
+        names the file; a partly written line is cut off on the next open."""
         assert self._fh is not None, "use JsonlAppender as a context manager"
-        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._fh.flush()
+        try:
+            self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._fh.flush()
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from None
         if self.id_field in record:
             self.done.add(_hashable(record[self.id_field]))
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc_info) -> None:
         if self._fh is not None:
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
-            self._fh.close()
-            self._fh = None
+            fh, self._fh = self._fh, None
+            try:
+                fh.flush()
+                os.fsync(fh.fileno())
+            except OSError as exc:
+                if exc_info[0] is None:
+                    raise OSError(exc.errno, exc.strerror, str(self.path)) from None
+            finally:
+                try:
+                    fh.close()
+                except OSError:
+                    pass
 
 
 def _hashable(value: Any) -> Any:

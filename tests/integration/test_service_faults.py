@@ -73,8 +73,6 @@ def test_full_output_disk_nothing_corrupted_rerun_resumes(tmp_path, tiny_disk):
     assert all(r["passing"] == [True] * 4 for r in records)
 
 
-@pytest.mark.xfail(strict=True, reason="cobalt exec lets the OSError of a full disk escape as a traceback "
-                   "(execution/cli.py run_jobs, io.JsonlAppender): reported to the owner, not fixed here")
 def test_full_output_disk_error_is_one_clear_line(tmp_path, tiny_disk):
     jobs = tmp_path / "jobs.jsonl"
     _jobs_file(jobs, 60)

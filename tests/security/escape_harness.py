@@ -286,7 +286,9 @@ def run_attack(host, sentinel_proc):
         limits = Limits(**{**SUITE_LIMITS.__dict__, **attack.limits})
         ex = RecordingExecutor(limits)
         before_canary = host.snapshot_canary()
-        known_children = {sentinel_proc.pid}
+        # Children that exist before the attack (the sentinel; Ray or tokenizer helpers
+        # left by earlier test modules in the same session) are not the attack's.
+        known_children = {sentinel_proc.pid, *_children(set())}
         shmem_before = _shmem_kb()
         result = ex.run_sync(host.fill(attack.code), attack.tests(host), options)
         leftovers = wait_no_leftovers(ex.uids, known_children)

@@ -28,6 +28,7 @@ SOLUTION_FILE = "<solution>"
 STDERR_HEAD = 8 * 1024
 STDERR_TAIL = 24 * 1024
 RET_CAP = 8 * 1024 * 1024
+TRACEBACK_FRAMES = 50
 THREAD_STACK_BYTES = 8 * 1024 * 1024
 
 
@@ -153,7 +154,18 @@ def _clean_traceback(exc):
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename != SOLUTION_FILE:
         tb = tb.tb_next
-    return "".join(traceback.format_exception(type(exc), exc, tb))
+    # A recursion error can carry a million frames, and the traceback module
+    # walks them all even with a limit: keep the innermost frames, cheaply.
+    depth, probe = 0, tb
+    while probe is not None:
+        depth, probe = depth + 1, probe.tb_next
+    if depth <= TRACEBACK_FRAMES:
+        return "".join(traceback.format_exception(type(exc), exc, tb))
+    for _ in range(depth - TRACEBACK_FRAMES):
+        tb = tb.tb_next
+    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    head, sep, rest = text.partition("\n")
+    return "%s%s  [... %d outer frames omitted ...]\n%s" % (head, sep, depth - TRACEBACK_FRAMES, rest)
 
 
 # --- call-based mode -----------------------------------------------------------

@@ -113,7 +113,14 @@ def run(args: argparse.Namespace) -> int:
     if not (args.input and args.output):
         print("cobalt exec: give --input and --output, or --code and --tests (see --help)", file=sys.stderr)
         return 2
-    return asyncio.run(run_jobs(args.input, args.output, make_client(args), progress=not args.no_progress))
+    try:
+        return asyncio.run(run_jobs(args.input, args.output, make_client(args), progress=not args.no_progress))
+    except OSError as exc:
+        # A full or read-only output disk: the results already written are whole
+        # lines, and a rerun on a roomier disk resumes after them.
+        target = exc.filename or args.output
+        print(f"cobalt exec: cannot write results to {target}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
 
 
 async def _run_one(args: argparse.Namespace) -> int:

@@ -226,7 +226,8 @@ class LocalExecutor:
             fb.append(text)
             walls.append(float(rec.get("wall", 0.0)))
             cpus.append(float(rec.get("cpu", 0.0)))
-        return ExecutionResult(tuple(passing), tuple(fb), tuple(status), tuple(walls), tuple(cpus), error=None)
+        # ``error`` tells a broken or killed sandbox apart from a failing program.
+        return ExecutionResult(tuple(passing), tuple(fb), tuple(status), tuple(walls), tuple(cpus), error=error)
 
     def _judge_one(
         self, inp: str, expected: str, rec: dict, opts: ExecOptions, fn_name: str | None

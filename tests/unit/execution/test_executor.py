@@ -160,3 +160,10 @@ def test_no_sandbox_mode_warns_loudly():
     with pytest.warns(NoSandboxWarning):
         ex = LocalExecutor(sandbox="none")
     assert ex.run_sync(ADD, TESTS).passing == (True, True, False)
+
+
+def test_runaway_recursion_reports_quickly():
+    ex = LocalExecutor(Limits(test_wall_s=3.0, test_cpu_s=3.0))
+    res = ex.run_sync("def f(n):\n    return f(n + 1)\nf(0)\n", TestCases(("",), ("",)))
+    assert res.status[0] in ("runtime_error", "memory_limit"), res.status
+    assert "<solution>" in res.feedback[0]
