@@ -11,6 +11,7 @@ import asyncio
 import concurrent.futures
 import json
 import logging
+import marshal
 import os
 import select
 import signal
@@ -136,7 +137,7 @@ class LocalExecutor:
         filter_fd = sbx.seccomp_fd() if self.sandbox == "bwrap" else None
         job = self._job(code, inputs, fn_name, opts)
         job["result_fd"] = res_w
-        payload = json.dumps(job).encode("utf-8", "surrogatepass")
+        payload = marshal.dumps(job)  # host -> runner only: the runner needs no json to read it
         env = dict(sbx.MINIMAL_ENV)
         try:
             proc = subprocess.Popen(
@@ -189,6 +190,8 @@ class LocalExecutor:
                         records[idx] = rec
                         if failed is not None and failed(idx, rec):
                             stop_early = True
+                if len(records) == n_tests:
+                    break  # all in: no need to wait for the sandbox to wind down
                 if stop_early:
                     break
             if len(records) < n_tests and error is None and not stop_early:
