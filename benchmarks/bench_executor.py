@@ -66,6 +66,28 @@ class FreshSandboxPerTest:
         return results
 
 
+def marginal_test_cost(executor, n: int = 400, repeat: int = 3) -> tuple[float, float]:
+    """Seconds one more test adds to a program, and the fixed cost of a program's
+    sandbox: a trivial program run with 1 and with ``n`` tests, best of ``repeat``."""
+    from cobalt.execution.base import TestCases
+
+    code = "a, b = map(int, input().split())\nprint(a + b)\n"
+    one = TestCases(("1 2\n",), ("3",))
+    many = TestCases(tuple(f"{i} {i}\n" for i in range(n)), tuple(str(2 * i) for i in range(n)))
+
+    def best(tests):
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            executor.run_sync(code, tests)
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    t_one, t_many = best(one), best(many)
+    per_test = (t_many - t_one) / (n - 1)
+    return per_test, t_one - per_test
+
+
 async def timed(run_one, jobs, workers: int) -> float:
     sem = asyncio.Semaphore(workers)
 
@@ -102,6 +124,7 @@ def main() -> None:
         return t_cobalt, t_base
 
     t_cobalt, t_base = asyncio.run(bench())
+    marginal, startup = marginal_test_cost(executor)
     cores = min(args.workers, os.cpu_count() or 1)
     rows = [("fresh sandbox per test (paper)", t_base), ("cobalt: sandbox per program, fork per test", t_cobalt)]
     print(f"job: {len(jobs)} LeetCode programs, {n_tests} tests, {args.workers} in flight, {os.cpu_count()} CPUs")
@@ -111,6 +134,8 @@ def main() -> None:
         overhead = t * cores / n_tests - own
         print(f"{name:<45} {n_tests / t:8.1f} tests/s   {t:7.2f} s   overhead {overhead * 1e3:6.2f} ms/test")
     print(f"speed-up: {t_base / t_cobalt:.1f}x")
+    print(f"marginal cost of one more test (fork, limits, pipes, judging; trivial program): {marginal * 1e3:.2f} ms; "
+          f"sandbox start-up per program: {startup * 1e3:.1f} ms")
 
 
 if __name__ == "__main__":
