@@ -192,12 +192,39 @@ def _uid_processes(uid: int) -> list[int]:
     return out
 
 
+def _is_sandbox_side(proc: psutil.Process) -> bool:
+    """A process the executor started (bubblewrap or the runner), or one that came out
+    of it. Other children of the test process (Ray or tokenizer helpers that earlier
+    test modules left winding down) are not the attack's doing."""
+    try:
+        cmd = " ".join(proc.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return False
+    return "bwrap" in cmd or "runner.py" in cmd or " -S " in f" {cmd} "
+
+
 def _children(exclude: set[int]) -> list[int]:
     try:
         kids = psutil.Process(os.getpid()).children(recursive=True)
     except psutil.NoSuchProcess:
         return []
-    return [k.pid for k in kids if k.pid not in exclude and k.status() != psutil.STATUS_ZOMBIE]
+    out = []
+    for k in kids:
+        try:
+            if k.pid in exclude or k.status() == psutil.STATUS_ZOMBIE:
+                continue
+        except psutil.NoSuchProcess:
+            continue
+        if _is_sandbox_side(k) or _descends_from_sandbox(k):
+            out.append(k.pid)
+    return out
+
+
+def _descends_from_sandbox(proc: psutil.Process) -> bool:
+    try:
+        return any(_is_sandbox_side(p) for p in proc.parents())
+    except psutil.NoSuchProcess:
+        return False
 
 
 def wait_no_leftovers(uids: list[int], exclude: set[int], timeout: float = PROCESS_GONE_WITHIN_S) -> list[str]:
