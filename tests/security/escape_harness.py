@@ -220,6 +220,13 @@ def _children(exclude: set[int]) -> list[int]:
     return out
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return " ".join(psutil.Process(pid).cmdline())[:160]
+    except psutil.Error:
+        return "?"
+
+
 def _descends_from_sandbox(proc: psutil.Process) -> bool:
     try:
         return any(_is_sandbox_side(p) for p in proc.parents())
@@ -233,7 +240,7 @@ def wait_no_leftovers(uids: list[int], exclude: set[int], timeout: float = PROCE
     deadline = time.monotonic() + timeout
     while True:
         left = [f"uid {u}: pid {p}" for u in uids for p in _uid_processes(u)]
-        left += [f"child pid {p}" for p in _children(exclude)]
+        left += [f"child pid {p} ({_cmdline(p)})" for p in _children(exclude)]
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.05)

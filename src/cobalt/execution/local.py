@@ -16,6 +16,7 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 import warnings
 from dataclasses import asdict
@@ -29,6 +30,8 @@ log = logging.getLogger(__name__)
 
 # Slack on top of the program budget before the host kills the whole sandbox.
 HOST_GRACE_S = 2.0
+# How often a running sandbox checks whether its caller gave up.
+CANCEL_POLL_S = 0.1
 MEMORY_ERROR_MARKERS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc")
 
 
@@ -81,11 +84,22 @@ class LocalExecutor:
         if self._pool is None:
             self._pool = concurrent.futures.ThreadPoolExecutor(self.max_workers, thread_name_prefix="cobalt-exec")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, self.run_sync, program, tests, options)
+        cancel = threading.Event()
+        future = loop.run_in_executor(self._pool, lambda: self.run_sync(program, tests, options, cancel=cancel))
+        try:
+            return await future
+        except asyncio.CancelledError:
+            # The caller gave up (its timeout): stop the sandbox now rather than
+            # letting the program run on to the end of its budget.
+            cancel.set()
+            raise
 
     # -- blocking implementation ---------------------------------------------------
-    def run_sync(self, program: str, tests: TestCases, options: ExecOptions | None = None) -> ExecutionResult:
-        """Run ``program`` on ``tests`` and judge every test (blocking)."""
+    def run_sync(
+        self, program: str, tests: TestCases, options: ExecOptions | None = None, *, cancel: threading.Event | None = None
+    ) -> ExecutionResult:
+        """Run ``program`` on ``tests`` and judge every test (blocking). Setting ``cancel``
+        kills the sandbox within about 0.1 s; the tests not yet run then fail."""
         opts = options or self.options
         tests = TestCases.from_obj(tests)
         if len(tests) == 0:
@@ -98,7 +112,7 @@ class LocalExecutor:
             if opts.stop_on_first_failure:
                 def failed(idx: int, rec: dict) -> bool:
                     return not self._judge_one(tests.inputs[idx], tests.outputs[idx], rec, opts, fn_name)[0]
-            records, error = self._execute(code, list(tests.inputs), fn_name, opts, len(tests), failed)
+            records, error = self._execute(code, list(tests.inputs), fn_name, opts, len(tests), failed, cancel)
         except sbx.SandboxUnavailable:
             raise
         except Exception as exc:  # never let one program fail a batch
@@ -128,7 +142,8 @@ class LocalExecutor:
         )
 
     def _execute(
-        self, code: str, inputs: list[str], fn_name: str | None, opts: ExecOptions, n_tests: int, failed=None
+        self, code: str, inputs: list[str], fn_name: str | None, opts: ExecOptions, n_tests: int, failed=None,
+        cancel: threading.Event | None = None,
     ) -> tuple[dict[int, dict], str | None]:
         """Start the sandbox, stream records back, and stop as soon as ``failed(i, record)``
         says so (stop-on-first-failure). Returns the records by test index and an
@@ -168,7 +183,11 @@ class LocalExecutor:
                 if remaining <= 0:
                     error = f"the program ran out of its {self.limits.program_wall_s:g}-second budget"
                     break
-                ready, _, _ = select.select(list(fds), [], [], remaining)
+                if cancel is not None and cancel.is_set():
+                    error = "cancelled by the caller"
+                    break
+                wait = remaining if cancel is None else min(remaining, CANCEL_POLL_S)
+                ready, _, _ = select.select(list(fds), [], [], wait)
                 for fd in ready:
                     chunk = os.read(fd, 1 << 16)
                     if not chunk:

@@ -167,3 +167,23 @@ def test_runaway_recursion_reports_quickly():
     res = ex.run_sync("def f(n):\n    return f(n + 1)\nf(0)\n", TestCases(("",), ("",)))
     assert res.status[0] in ("runtime_error", "memory_limit"), res.status
     assert "<solution>" in res.feedback[0]
+
+
+def test_a_caller_timeout_kills_the_sandbox_at_once(executor):
+    import asyncio
+    import time
+
+    import psutil
+
+    async def main():
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(executor.run("import time\ntime.sleep(3)", TestCases(("",) * 5, ("",) * 5)), 0.5)
+        start = time.monotonic()
+        while time.monotonic() - start < 2:
+            kids = [p for p in psutil.Process().children(recursive=True) if "bwrap" in " ".join(p.cmdline())]
+            if not kids:
+                return time.monotonic() - start
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"sandbox still running: {kids}")
+
+    assert asyncio.run(main()) < 1.0
