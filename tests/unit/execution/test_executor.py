@@ -200,3 +200,45 @@ def test_a_caller_timeout_kills_the_sandbox_at_once(executor):
         raise AssertionError(f"sandbox still running: {kids}")
 
     assert asyncio.run(main()) < 1.0
+
+
+HEADER = "import math, collections\nfrom random import *\nfrom typing import List  # LeetCode-style\n\n"
+
+
+def test_a_hoisted_import_header_changes_nothing_a_program_sees(executor):
+    # The leading standard-library imports run once in the runner; the program must
+    # see the same names, a fresh random seed per test, and the same line numbers.
+    prog = HEADER + "x: List[int] = [math.isqrt(int(input()))]\nprint(x[0], collections.Counter('aab')['a'])\n" \
+        "print(randint(0, 10**18))\nif x[0] == 3:\n    raise ValueError('boom')\n"
+    res = executor.run_sync(prog, TestCases(("16", "16", "9"), ("", "", "")))
+    firsts = [fb for fb in res.feedback]
+    assert all("4 2" in fb for fb in firsts[:2]), firsts
+    draws = [fb.split("4 2")[1].split()[0] for fb in firsts[:2]]
+    assert draws[0] != draws[1], "each test must draw from a fresh seed"
+    assert res.status[2] == "runtime_error"
+    assert 'File "<solution>", line 9' in res.feedback[2] and "ValueError: boom" in res.feedback[2]
+
+
+def test_a_header_that_cannot_be_hoisted_runs_as_written(executor):
+    ok = TestCases(("",), ("1.0",))
+    assert executor.run_sync("from __future__ import annotations\nimport math\nprint(math.cos(0))\n", ok).passing == (True,)
+    bad = executor.run_sync("import math\nfrom math import no_such_name\nprint(1.0)\n", ok)
+    assert bad.status == ("runtime_error",) and "ImportError" in bad.feedback[0] and "line 2" in bad.feedback[0]
+    # A program that shadows a module name before importing: nothing is hoisted past it.
+    assert executor.run_sync("math = 3\nimport math\nprint(math.cos(0))\n", ok).passing == (True,)
+
+
+def test_which_headers_the_runner_hoists():
+    from cobalt.execution import _runner
+
+    g = {}
+    code = _runner._hoisted_header(HEADER + "print(math.pi)\n", g)
+    assert code is not None and {"math", "collections", "randint", "List"} <= set(g)
+    for not_hoisted in ("from __future__ import annotations\nimport math\nx = 1\n",
+                        "import os\nx = 1\n",  # not a side-effect-free preloadable module
+                        "import math; import os\nx = 1\n",
+                        "from math import (pi,\n    e)\nx = 1\n",
+                        "import numpy\nx = 1\n",
+                        "x = 1\nimport math\n"):
+        g = {}
+        assert _runner._hoisted_header(not_hoisted, g) is None and not g, not_hoisted
