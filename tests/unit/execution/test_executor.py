@@ -239,6 +239,7 @@ def test_which_headers_the_runner_hoists():
                         "import math; import os\nx = 1\n",
                         "from math import (pi,\n    e)\nx = 1\n",
                         "import numpy\nx = 1\n",
-                        "x = 1\nimport math\n"):
+                        "x = 1\nimport math\n",
+                        "import math\nfrom math import no_such_name\nx = 1\n"):
         g = {}
         assert _runner._hoisted_header(not_hoisted, g) is None and not g, not_hoisted
