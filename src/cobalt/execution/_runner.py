@@ -59,6 +59,8 @@ PRELOADABLE = frozenset((
     "json", "numbers", "pprint", "queue", "random", "statistics", "struct", "textwrap", "threading",
     "time", "types", "unicodedata", "weakref", "zlib", "numpy", "sortedcontainers",
 ))
+# Installed packages, not the standard library: importable only when the job allows them.
+PACKAGES = frozenset(("numpy", "sortedcontainers"))
 
 
 def _imported_modules(code):
@@ -68,7 +70,9 @@ def _imported_modules(code):
     for line in code.split("\n"):
         words = line.replace(",", " ").replace(";", " ").split()
         if len(words) >= 2 and words[0] == "import":
-            names.update(w for w in words[1:] if w != "as" and w.replace(".", "").isidentifier())
+            mods = words[1:]  # the word after "as" is an alias, not a module
+            names.update(w for k, w in enumerate(mods)
+                         if w != "as" and (k == 0 or mods[k - 1] != "as") and w.replace(".", "").isidentifier())
         elif len(words) >= 4 and words[0] == "from" and words[2] == "import":
             names.add(words[1])
     return names
@@ -78,7 +82,7 @@ def _preload(code, allow_packages):
     wanted = []
     for name in sorted(_imported_modules(code)):
         if name in PRELOADABLE and name not in wanted:
-            if name in ("numpy", "sortedcontainers") and not allow_packages:
+            if name in PACKAGES and not allow_packages:
                 continue
             wanted.append(name)
     for name in wanted:
@@ -89,24 +93,17 @@ def _preload(code, allow_packages):
 
 
 def _is_simple_import(line):
-    """True for one plain import statement on one line whose modules are all in
-    PRELOADABLE: ``import a, b as c`` or ``from a import x, y as z`` / ``*``."""
+    """True for one plain import statement on one line whose modules are all
+    standard-library ones of PRELOADABLE: ``import a, b as c`` or
+    ``from a import x, y as z`` / ``*``."""
     text = line.split("#", 1)[0].strip()
-    if not text or "\\" in text or "(" in text or ";" in text or line[:1].isspace():
+    if not text or line[:1].isspace() or any(c in text for c in "\\(;"):
         return False
-    words = text.replace(",", " , ").split()
-    if words[0] == "import":
-        mods = [w for w in words[1:] if w != ","]
-        i, names = 0, []
-        while i < len(mods):  # name [as alias]
-            names.append(mods[i])
-            i += 3 if i + 1 < len(mods) and mods[i + 1] == "as" else 1
-    elif words[0] == "from" and len(words) >= 4 and words[2] == "import":
-        names = [words[1]]
-    else:
+    words = text.replace(",", " ").split()
+    if words[0] not in ("import", "from") or not all(w.replace(".", "").isidentifier() or w == "*" for w in words):
         return False
-    return all(n in PRELOADABLE and n not in ("numpy", "sortedcontainers") for n in names) and all(
-        w.replace(".", "").isidentifier() or w in (",", "*") for w in words)
+    names = _imported_modules(text)
+    return bool(names) and names <= PRELOADABLE - PACKAGES
 
 
 def _hoisted_header(code, g):
