@@ -84,8 +84,13 @@ class ExecOptions:
     """Skip the remaining tests once one fails (the reward needs all, so off)."""
     allow_packages: bool = False
     """Make the host's installed site-packages importable (read-only)."""
+    profile: str = "paper"
+    """'paper' (the original code's feedback text, stripping and limits) or 'cobalt'
+    (the corrected behaviour); see :mod:`cobalt.profile` and docs/FIDELITY.md."""
 
     def __post_init__(self) -> None:
+        if self.profile not in ("paper", "cobalt"):
+            raise ValueError(f"profile must be 'paper' or 'cobalt', got {self.profile!r}")
         if self.compare not in ("exact", "tolerant"):
             raise ValueError(f"compare must be 'exact' or 'tolerant', got {self.compare!r}")
         if self.call_mode not in ("call", "lossy"):

@@ -1,0 +1,18 @@
+"""LLM engines behind one async interface (see :mod:`cobalt.engines.base`).
+
+Backends register by name and are imported only when chosen::
+
+    from cobalt.engines import create_engine
+    engine = create_engine("transformers", model="path/or/hub-id")
+    outs = await engine.generate(conversations, SamplingParams(n=4, max_new_tokens=256))
+"""
+from cobalt.engines.base import (  # noqa: F401
+    ENGINES,
+    ChatMessage,
+    Completion,
+    Engine,
+    EngineError,
+    SamplingParams,
+    create_engine,
+    register_engine,
+)
