@@ -78,3 +78,29 @@ def answer_for_history(response: str, max_chars: int = 6000) -> str:
     the text after ``</think>`` (or all of it when there is none), cut to ``max_chars``."""
     _, answer = split_think(response)
     return answer.strip()[:max_chars]
+
+
+HISTORY_MAX_CHARS = 6000
+"""How much of an assistant turn a multi-turn history keeps (METHOD §9)."""
+
+
+def history_text(response: str, *, enable_thinking: bool, max_chars: int = HISTORY_MAX_CHARS) -> str:
+    """The text of an assistant turn as the next turn's history shows it (METHOD §9).
+
+    With thinking enabled: the text after the LAST ``</think>``, stripped, cut to
+    ``max_chars``; a response without ``</think>`` is kept unstripped, cut to
+    ``max_chars``. Without thinking (and for API models): the full response.
+
+    >>> history_text("<think>a</think>x</think>  answer ", enable_thinking=True)
+    'answer'
+    >>> history_text("  no think tag", enable_thinking=True, max_chars=5)
+    '  no '
+    >>> history_text("<think>a</think> b", enable_thinking=False)
+    '<think>a</think> b'
+    """
+    if not enable_thinking:
+        return response
+    idx = response.rfind(THINK_END)
+    if idx < 0:
+        return response[:max_chars]
+    return response[idx + len(THINK_END):].strip()[:max_chars]
