@@ -197,7 +197,12 @@ async def run_jobs(input_path: Path, output_path: Path, client, *, progress: boo
         bar = tqdm(total=len(pending), desc="exec", unit="prog", disable=not progress, file=sys.stderr)
 
         async def one(job_id: Any, code: str, tests: Any) -> None:
-            result = await client.evaluate(code, tests)
+            from cobalt.execution.base import ExecutionResult
+
+            try:
+                result = await client.evaluate(code, tests)
+            except Exception as exc:  # one job's failure is that job's failing result
+                result = ExecutionResult.failure(len(tests), f"evaluation failed: {type(exc).__name__}: {exc}")
             out.write({"id": job_id, **result.to_dict()})
             bar.update(1)
 

@@ -172,6 +172,8 @@ class EvaluatorClient:
         return list(await asyncio.gather(*(self.evaluate(c, t) for c, t in jobs)))
 
     async def _evaluate_embedded(self, code: str, tests: TestCases) -> ExecutionResult:
+        from cobalt.execution.sandbox import SandboxUnavailable
+
         executor = self._local_executor()
         try:
             return await asyncio.wait_for(executor.run(code, tests), timeout=self.timeout_s)
@@ -179,6 +181,11 @@ class EvaluatorClient:
             return ExecutionResult.failure(
                 len(tests), f"evaluation timed out after {self.timeout_s:g} seconds", Status.TIMEOUT
             )
+        except SandboxUnavailable:
+            raise  # the machine cannot run any program: a setup error, not this program's
+        except Exception as exc:  # one program's failure never reaches the caller's batch
+            log.exception("evaluation failed")
+            return ExecutionResult.failure(len(tests), f"evaluation failed: {type(exc).__name__}: {exc}")
 
     async def _evaluate_ray(self, code: str, tests: TestCases) -> ExecutionResult:
         payload = {"code": code, "test_cases": tests.to_dict()}

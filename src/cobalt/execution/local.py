@@ -111,14 +111,18 @@ class LocalExecutor:
             failed = None
             if opts.stop_on_first_failure:
                 def failed(idx: int, rec: dict) -> bool:
-                    return not self._judge_one(tests.inputs[idx], tests.outputs[idx], rec, opts, fn_name)[0]
+                    return not self._judge_one_safely(tests.inputs[idx], tests.outputs[idx], rec, opts, fn_name)[0]
             records, error = self._execute(code, list(tests.inputs), fn_name, opts, len(tests), failed, cancel)
         except sbx.SandboxUnavailable:
             raise
         except Exception as exc:  # never let one program fail a batch
             log.exception("sandbox failure")
             return ExecutionResult.failure(len(tests), f"sandbox error: {type(exc).__name__}: {exc}")
-        return self._judge(tests, records, error, opts, fn_name)
+        try:
+            return self._judge(tests, records, error, opts, fn_name)
+        except Exception as exc:  # a bug in judging must cost this program only, never the batch
+            log.exception("judging failure")
+            return ExecutionResult.failure(len(tests), f"could not judge the program: {type(exc).__name__}: {exc}")
 
     def _job(self, code: str, inputs: list[str], fn_name: str | None, opts: ExecOptions) -> dict[str, Any]:
         job: dict[str, Any] = {
@@ -242,7 +246,7 @@ class LocalExecutor:
                 walls.append(0.0)
                 cpus.append(0.0)
                 continue
-            ok, st, text = self._judge_one(inp, expected, rec, opts, fn_name)
+            ok, st, text = self._judge_one_safely(inp, expected, rec, opts, fn_name)
             passing.append(ok)
             status.append(st.value)
             fb.append(text)
@@ -250,6 +254,17 @@ class LocalExecutor:
             cpus.append(float(rec.get("cpu", 0.0)))
         # ``error`` tells a broken or killed sandbox apart from a failing program.
         return ExecutionResult(tuple(passing), tuple(fb), tuple(status), tuple(walls), tuple(cpus), error=error)
+
+    def _judge_one_safely(
+        self, inp: str, expected: str, rec: dict, opts: ExecOptions, fn_name: str | None
+    ) -> tuple[bool, Status, str]:
+        """:meth:`_judge_one`, with any failure of judging (a value too large or too deep
+        for the host's parsers, ...) turned into this test's failing verdict with a reason."""
+        try:
+            return self._judge_one(inp, expected, rec, opts, fn_name)
+        except Exception as exc:
+            reason = f"the output could not be judged: {type(exc).__name__}: {str(exc)[:200]}"
+            return False, Status.WRONG_ANSWER, feedback.test_feedback(inp, "", expected, error=reason)
 
     def _judge_one(
         self, inp: str, expected: str, rec: dict, opts: ExecOptions, fn_name: str | None
@@ -282,14 +297,16 @@ class LocalExecutor:
             if not ret:
                 return False, Status.RUNTIME_ERROR, feedback.test_feedback(inp, "", expected, error=stderr or "no return value")
             try:
-                actual = json.loads(ret)
-            except json.JSONDecodeError:
-                return False, Status.WRONG_ANSWER, feedback.test_feedback(inp, ret, expected)
+                actual = compare.parse_json(ret)
+            except ValueError as exc:  # not JSON, or nested beyond what the host parses
+                return False, Status.WRONG_ANSWER, feedback.test_feedback(
+                    inp, ret, expected, error=f"the return value could not be judged: {str(exc)[:200]}"
+                )
             ok = compare.values_match(actual, compare.parse_value(expected), opts.float_tol)
         elif opts.compare == "tolerant":
             ok = compare.outputs_match_tolerant(stdout, expected, opts.float_tol)
         else:
-            ok = compare.outputs_match_exact(stdout, expected)
+            ok = compare.outputs_match_exact(stdout, expected, opts.profile)
         return ok, (Status.PASSED if ok else Status.WRONG_ANSWER), feedback.test_feedback(inp, shown_output, expected)
 
 

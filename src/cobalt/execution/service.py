@@ -88,18 +88,36 @@ class EvaluatorReplica:
         if isinstance(payload.get("options"), Mapping):
             options = ExecOptions(**{**asdict(self.options), **payload["options"]})
         async with self._semaphore():
-            result = await self.executor.run(code, tests, options)
+            try:
+                result = await self.executor.run(code, tests, options)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # one program's failure never reaches the others
+                result = ExecutionResult.failure(len(tests), f"evaluation failed: {type(exc).__name__}: {exc}")
         return result.to_dict()
 
     async def evaluate_batch(self, payloads: list) -> list[dict]:
-        """Judge many payloads concurrently (bounded by the replica's sandboxes)."""
-        return list(await asyncio.gather(*(self.evaluate(p) for p in payloads)))
+        """Judge many payloads concurrently (bounded by the replica's sandboxes); a payload
+        whose evaluation raises gets a failing result, the others are unaffected."""
+        out = await asyncio.gather(*(self.evaluate(p) for p in payloads), return_exceptions=True)
+        return [
+            r if not isinstance(r, BaseException)
+            else ExecutionResult.failure(_n_tests(p), f"evaluation failed: {type(r).__name__}: {r}").to_dict()
+            for p, r in zip(payloads, out)
+        ]
 
     async def handle(self, payload: Any) -> Any:
         """Dispatch a single or batch payload."""
         if isinstance(payload, Mapping) and "programs" in payload:
             return {"results": await self.evaluate_batch(list(payload["programs"]))}
         return await self.evaluate(payload)
+
+
+def _n_tests(payload: Any) -> int:
+    try:
+        return max(1, len(payload["test_cases"]["inputs"]))
+    except Exception:
+        return 1
 
 
 def build_app(config: ServiceConfig | None = None, limits: Limits | None = None, options: ExecOptions | None = None):

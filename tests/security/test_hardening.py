@@ -1,0 +1,109 @@
+"""Regression tests of the red-team findings of issue 9, through the real sandbox.
+
+1. a return value that the host cannot parse fails that program only;
+2. kernel objects keyed by uid that outlive a process (keyrings, SysV IPC,
+   POSIX message queues) are refused by the seccomp filter;
+3. with stop-on-first-failure, no test starts once the host decided to stop;
+4. memory is bounded per test through a cgroup where one is writable;
+5. integers compare exactly and only ASCII number syntax is a number;
+6. high-byte output costs the host work linear in its size.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import pytest
+
+from cobalt.execution.base import ExecOptions, ExecutionResult, Limits, TestCases
+from cobalt.execution.local import LocalExecutor
+from cobalt.execution.service import EvaluatorReplica
+
+from escape_harness import SUITE_LIMITS
+
+HUGE_INT = "def solve(x):\n    return 10 ** 5000\n"
+DEEP_LIST = "def solve(x):\n    a = []\n    for _ in range(5000):\n        a = [a]\n    return a\n"
+ECHO = "def solve(x):\n    return x\n"
+CALL_TESTS = {"inputs": ["1", "2"], "outputs": ["1", "2"], "fn_name": "solve"}
+
+
+@pytest.fixture(scope="module")
+def suite_executor():
+    return LocalExecutor(SUITE_LIMITS)
+
+
+# --- 1. judging failures stay with their program ---------------------------------------
+
+@pytest.mark.parametrize("code", [HUGE_INT, DEEP_LIST], ids=["10**5000", "nested-5000"])
+def test_an_unparseable_return_value_fails_its_own_program(suite_executor, code):
+    res = suite_executor.run_sync(code, TestCases.from_obj(CALL_TESTS))
+    assert res.passing == (False, False)
+    assert res.status == ("wrong_answer", "wrong_answer")
+    if code is DEEP_LIST:
+        assert all("could not be judged" in fb for fb in res.feedback)
+
+
+def test_an_integer_beyond_the_digit_limit_is_still_judged_exactly(suite_executor):
+    big = "1" * 5000
+    tests = TestCases(("1", "2"), (big, big + "0"), "solve")
+    res = suite_executor.run_sync(f"def solve(x):\n    return int('{'1' * 50}' * 100)\n", tests)
+    assert res.passing == (True, False)
+
+
+def test_service_batch_keeps_every_other_program(suite_executor):
+    replica = EvaluatorReplica(2, limits=SUITE_LIMITS.__dict__)
+    programs = [{"code": c, "test_cases": CALL_TESTS} for c in (ECHO, HUGE_INT, DEEP_LIST, ECHO)]
+    out = asyncio.run(replica.handle({"programs": programs}))["results"]
+    assert [r["passing"] for r in out] == [[True, True], [False, False], [False, False], [True, True]]
+
+
+def test_cobalt_exec_finishes_a_batch_with_hostile_return_values(tmp_path):
+    jobs, results = tmp_path / "jobs.jsonl", tmp_path / "results.jsonl"
+    rows = [{"id": f"j{i}", "code": c, "test_cases": CALL_TESTS}
+            for i, c in enumerate((HUGE_INT, ECHO, DEEP_LIST, ECHO, HUGE_INT))]
+    jobs.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    proc = subprocess.run(
+        [sys.executable, "-m", "cobalt", "exec", "--input", str(jobs), "--output", str(results), "--no-progress",
+         "--workers", "2"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    got = {r["id"]: r["passing"] for r in map(json.loads, results.read_text().splitlines())}
+    assert got == {"j0": [False, False], "j1": [True, True], "j2": [False, False], "j3": [True, True],
+                   "j4": [False, False]}
+
+
+def test_a_judge_that_raises_becomes_a_failing_result():
+    # A real executor whose judging step breaks (as an unforeseen parser bug would).
+    class BrokenJudge(LocalExecutor):
+        def _judge(self, *args, **kwargs):
+            raise RecursionError("maximum recursion depth exceeded")
+
+    res = BrokenJudge(SUITE_LIMITS).run_sync("print(1)", TestCases(("",), ("1",)))
+    assert isinstance(res, ExecutionResult) and res.passing == (False,)
+    assert "could not judge the program: RecursionError" in res.error
+
+
+# --- 5. integers exactly, ASCII numbers only, stripping per profile ------------------------
+
+def test_wrong_integers_fail_in_call_mode(suite_executor):
+    tests = TestCases(("1", "2"), ("1000000000", "1000000000000000007"), "solve")
+    res = suite_executor.run_sync("def solve(x):\n    return 999999000.0 if x == 1 else 1e18\n", tests)
+    assert res.status == ("wrong_answer", "wrong_answer")
+
+
+def test_tolerant_mode_refuses_non_ascii_numbers(suite_executor):
+    tests = TestCases(("a", "b", "c"), ("1000000000", "12", "1000000000"))
+    prog = "s = input()\nprint({'a': '1_000_000_000', 'b': '\\uff11\\uff12', 'c': '999999000.0'}[s])\n"
+    res = suite_executor.run_sync(prog, tests, ExecOptions(compare="tolerant"))
+    assert res.status == ("wrong_answer",) * 3
+
+
+@pytest.mark.parametrize("profile,verdict", [("paper", ("passed",)), ("cobalt", ("wrong_answer",))])
+def test_exact_mode_strips_per_profile(suite_executor, profile, verdict):
+    prog = "import sys\nsys.stdout.write('\\u3000\\x1f42\\x85\\x1c')\n"
+    res = suite_executor.run_sync(prog, TestCases(("",), ("42",)), ExecOptions(profile=profile))
+    assert res.status == verdict
