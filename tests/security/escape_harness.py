@@ -133,7 +133,7 @@ class Host:
             "ROOT_NAMES": repr(sorted(os.listdir("/root")) if os.path.isdir("/root") else []),
             "PREFIX": sbx.python_install().prefix,
             "RUNNER_SOURCE": str(sbx.RUNNER_SOURCE),
-            "NR_CLONE": str(sbx._SECCOMP_ARCH.get(platform.machine(), (0, 0, 56, 0))[2]),
+            "NR_CLONE": str(getattr(sbx._SECCOMP_ARCH.get(platform.machine()), "clone", 56)),
         }
 
     def fill(self, text: str) -> str:

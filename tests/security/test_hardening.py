@@ -107,3 +107,64 @@ def test_exact_mode_strips_per_profile(suite_executor, profile, verdict):
     prog = "import sys\nsys.stdout.write('\\u3000\\x1f42\\x85\\x1c')\n"
     res = suite_executor.run_sync(prog, TestCases(("",), ("42",)), ExecOptions(profile=profile))
     assert res.status == verdict
+
+
+# --- 2. uid-keyed kernel objects that outlive a process ----------------------------------
+
+# One program per class of kernel object: it calls the system call directly (through
+# libc's syscall(), so no library wrapper hides the result) and prints its errno.
+_SYSCALL_PROBE = """import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def call(nr, *args):
+    ctypes.set_errno(0)
+    ret = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) if isinstance(a, int) else a for a in args])
+    return 'ok' if ret >= 0 else os.strerror(ctypes.get_errno())
+"""
+_SYSCALL_CALLS = {
+    # add_key("user", "k", "v", 1, KEY_SPEC_USER_KEYRING)
+    "add_key": "call(NR, b'user', b'cobalt-probe', b'v', 1, -4)",
+    "request_key": "call(NR, b'user', b'cobalt-probe', 0, 0)",
+    # keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING, 1)
+    "keyctl": "call(NR, 0, -4, 1)",
+    # IPC_PRIVATE | IPC_CREAT | 0600
+    "msgget": "call(NR, 0, 0o1600)",
+    "semget": "call(NR, 0, 1, 0o1600)",
+    "shmget": "call(NR, 0, 1 << 20, 0o1600)",
+    # mq_open("cobalt-probe", O_CREAT | O_RDWR, 0600, NULL)
+    "mq_open": "call(NR, b'cobalt-probe', 0o102, 0o600, 0)",
+}
+
+
+def _refused():
+    from cobalt.execution import sandbox as sbx
+
+    return sbx.refused_syscalls()
+
+
+@pytest.mark.parametrize("name", sorted(_SYSCALL_CALLS))
+def test_uid_keyed_kernel_objects_are_refused(suite_executor, name):
+    nr = _refused()[name]
+    prog = _SYSCALL_PROBE + f"NR = {nr}\nprint({_SYSCALL_CALLS[name]})\n"
+    res = suite_executor.run_sync(prog, TestCases(("",), ("Operation not permitted",)))
+    assert res.status == ("passed",), res.feedback[0]
+
+
+def test_the_probe_sees_calls_the_filter_allows(suite_executor):
+    # The probe itself is sound: an allowed call (getppid) through the same path answers 'ok',
+    # so the refusals above come from the filter and not from a broken probe. (Running the
+    # refused calls outside the sandbox as a control would leave objects in the host kernel.)
+    import platform
+
+    nr = {"x86_64": 110, "aarch64": 173}[platform.machine()]
+    res = suite_executor.run_sync(_SYSCALL_PROBE + f"print(call({nr}))\n", TestCases(("",), ("ok",)))
+    assert res.status == ("passed",), res.feedback[0]
+
+
+def test_proc_key_users_gains_no_sandbox_uid(suite_executor):
+    before = open("/proc/key-users").read().splitlines()
+    prog = _SYSCALL_PROBE + f"NR = {_refused()['add_key']}\nfor i in range(50):\n    call(NR, b'user', b'k%d' % i, b'v', 1, -4)\nprint(open('/proc/key-users').read().count(':'))\n"
+    suite_executor.run_sync(prog, TestCases(("",), ("",)))
+    after = open("/proc/key-users").read().splitlines()
+    new_uids = {ln.split(":")[0].strip() for ln in after} - {ln.split(":")[0].strip() for ln in before}
+    assert not {u for u in new_uids if int(u) >= (1 << 21)}

@@ -118,17 +118,46 @@ def _system_dirs() -> list[str]:
 
 # --- seccomp ------------------------------------------------------------------
 # One classic-BPF filter, installed by bubblewrap (--seccomp FD) on the runner and
-# inherited by every test process: it refuses to create user namespaces. Inside
-# one, a program holds every capability over the namespaces it makes: it could
-# mount a tmpfs of its own without a size limit (escaping the /tmp limit and
-# filling the host's memory) and reach kernel code that is otherwise closed to
-# unprivileged users. clone3 gets ENOSYS (its flags lie in memory that a filter
-# cannot read), so the C library falls back to clone, whose flags are checked.
-# Other system-call ABIs (i386, x32 on x86_64) are refused outright.
+# inherited by every test process. It refuses:
+#
+# - user namespaces (unshare/clone with CLONE_NEWUSER): inside one, a program holds
+#   every capability over the namespaces it makes; it could mount a tmpfs of its own
+#   without a size limit (escaping the /tmp limit and filling the host's memory) and
+#   reach kernel code that is otherwise closed to unprivileged users. clone3 gets
+#   ENOSYS (its flags lie in memory that a filter cannot read), so the C library falls
+#   back to clone, whose flags are checked;
+# - kernel objects that are keyed by uid and outlive the process that made them:
+#   keyrings (add_key, request_key, keyctl: they live in the host kernel after the
+#   sandbox, under a quota that starts afresh for every fresh uid, and /proc/key-users
+#   shows every uid's counts to every sandbox), System V message queues, semaphores
+#   and shared memory (msgget, semget, shmget) and POSIX message queues (mq_open):
+#   those live until the sandbox's IPC namespace dies, outside every per-test limit,
+#   and would carry state from one test to the next;
+# - other system-call ABIs (i386, x32 on x86_64), outright.
 CLONE_NEWUSER = 0x10000000
-_SECCOMP_ARCH = {  # machine -> (AUDIT_ARCH_*, unshare, clone, clone3)
-    "x86_64": (0xC000003E, 272, 56, 435),
-    "aarch64": (0xC00000B7, 97, 220, 435),
+
+
+@dataclass(frozen=True)
+class SyscallTable:
+    """The system-call numbers the filter needs, for one architecture."""
+
+    audit_arch: int
+    unshare: int
+    clone: int
+    clone3: int
+    refused: tuple[tuple[str, int], ...]
+    """(name, number) of the calls that always get EPERM."""
+
+
+_SECCOMP_ARCH = {
+    "x86_64": SyscallTable(0xC000003E, 272, 56, 435, (
+        ("add_key", 248), ("request_key", 249), ("keyctl", 250),
+        ("msgget", 68), ("semget", 64), ("shmget", 29), ("mq_open", 240),
+    )),
+    "aarch64": SyscallTable(0xC00000B7, 97, 220, 435, (
+        ("add_key", 217), ("request_key", 218), ("keyctl", 219),
+        ("msgget", 186), ("semget", 190), ("shmget", 194), ("mq_open", 180),
+    )),
 }
 _X32_SYSCALL_BIT = 0x40000000
 _RET_ALLOW = 0x7FFF0000
@@ -140,31 +169,41 @@ def _bpf(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
+def refused_syscalls(machine: str | None = None) -> dict[str, int]:
+    """Name -> number of the system calls the filter refuses outright on ``machine``."""
+    table = _SECCOMP_ARCH.get(machine or platform.machine())
+    return dict(table.refused) if table else {}
+
+
 def seccomp_program(machine: str | None = None) -> bytes | None:
     """The compiled filter (struct sock_filter[]) for ``machine`` (default: this one),
     or None for an architecture without a system-call table here."""
-    entry = _SECCOMP_ARCH.get(machine or platform.machine())
-    if entry is None:
+    t = _SECCOMP_ARCH.get(machine or platform.machine())
+    if t is None:
         return None
-    arch, nr_unshare, nr_clone, nr_clone3 = entry
     eperm, enosys = _RET_ERRNO | errno.EPERM, _RET_ERRNO | errno.ENOSYS
-    return b"".join((
-        _bpf(_LD_ABS, 4),                        # 0: seccomp_data.arch
-        _bpf(_JEQ, arch, 1, 0),                  # 1: native ABI -> 3
-        _bpf(_RET, eperm),                       # 2
-        _bpf(_LD_ABS, 0),                        # 3: seccomp_data.nr
-        _bpf(_JGE, _X32_SYSCALL_BIT, 0, 1),      # 4: x32 -> 5, else 6
-        _bpf(_RET, eperm),                       # 5
-        _bpf(_JEQ, nr_clone3, 0, 1),             # 6
-        _bpf(_RET, enosys),                      # 7
-        _bpf(_JEQ, nr_unshare, 2, 0),            # 8: -> 11
-        _bpf(_JEQ, nr_clone, 1, 0),              # 9: -> 11
-        _bpf(_RET, _RET_ALLOW),                  # 10
-        _bpf(_LD_ABS, 16),                       # 11: low word of args[0] (the flags)
-        _bpf(_JSET, CLONE_NEWUSER, 0, 1),        # 12
-        _bpf(_RET, eperm),                       # 13
-        _bpf(_RET, _RET_ALLOW),                  # 14
-    ))
+    prog = [
+        _bpf(_LD_ABS, 4),                        # seccomp_data.arch
+        _bpf(_JEQ, t.audit_arch, 1, 0),          # native ABI -> skip the refusal
+        _bpf(_RET, eperm),
+        _bpf(_LD_ABS, 0),                        # seccomp_data.nr
+        _bpf(_JGE, _X32_SYSCALL_BIT, 0, 1),      # x32 -> refuse
+        _bpf(_RET, eperm),
+        _bpf(_JEQ, t.clone3, 0, 1),
+        _bpf(_RET, enosys),
+    ]
+    for _name, nr in t.refused:
+        prog += [_bpf(_JEQ, nr, 0, 1), _bpf(_RET, eperm)]
+    prog += [
+        _bpf(_JEQ, t.unshare, 2, 0),             # -> flags check
+        _bpf(_JEQ, t.clone, 1, 0),               # -> flags check
+        _bpf(_RET, _RET_ALLOW),
+        _bpf(_LD_ABS, 16),                       # low word of args[0] (the flags)
+        _bpf(_JSET, CLONE_NEWUSER, 0, 1),
+        _bpf(_RET, eperm),
+        _bpf(_RET, _RET_ALLOW),
+    ]
+    return b"".join(prog)
 
 
 def seccomp_fd() -> int | None:
@@ -175,7 +214,7 @@ def seccomp_fd() -> int | None:
         return None
     r, w = os.pipe()
     try:
-        os.write(w, prog)  # 120 bytes: always fits the pipe's buffer
+        os.write(w, prog)  # under 300 bytes: always fits the pipe's buffer
     finally:
         os.close(w)
     return r
