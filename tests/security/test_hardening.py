@@ -168,3 +168,122 @@ def test_proc_key_users_gains_no_sandbox_uid(suite_executor):
     after = open("/proc/key-users").read().splitlines()
     new_uids = {ln.split(":")[0].strip() for ln in after} - {ln.split(":")[0].strip() for ln in before}
     assert not {u for u in new_uids if int(u) >= (1 << 21)}
+
+
+# --- 3. stop-on-first-failure: no test starts after the host's decision -------------------
+
+def _sandbox_cgroup_dirs():
+    from cobalt.execution import cgroups as cg
+
+    mgr = cg.manager()
+    if mgr is None:
+        pytest.skip("no writable cgroup here: the test watches per-test cgroups to see tests start")
+    import glob
+
+    return [d for base in mgr.bases.values() for d in glob.glob(f"{base}/cobalt-{__import__('os').getpid()}-*")]
+
+
+def test_no_test_starts_once_the_host_decided_to_stop():
+    import glob
+    import time
+
+    ex = LocalExecutor(Limits(**{**SUITE_LIMITS.__dict__, "test_wall_s": 5.0, "test_cpu_s": 5.0}))
+    _sandbox_cgroup_dirs()
+    seen_later_tests = []
+
+    def failed(idx, rec):
+        # The host takes its time to decide; a runner that did not wait for its word
+        # would have started test 1 (an endless loop) meanwhile, in cgroup t1.
+        time.sleep(1.0)
+        seen_later_tests.extend(d for base in _sandbox_cgroup_dirs() for d in glob.glob(base + "/t[1-9]*"))
+        return True
+
+    prog = "s = input()\nif s == 'slow':\n    while True:\n        pass\nprint('no')\n"
+    records, error, stats = ex._execute(prog, ["fast", "slow", "slow"], None, ExecOptions(stop_on_first_failure=True),
+                                        3, failed)
+    assert sorted(records) == [0] and error is None
+    assert seen_later_tests == []
+
+
+def test_stop_on_first_failure_runs_tests_until_the_first_failure(suite_executor):
+    prog = "s = input()\nprint('ok' if s != 'bad' else 'no')\n"
+    tests = TestCases(("a", "b", "bad", "c"), ("ok",) * 4)
+    res = suite_executor.run_sync(prog, tests, ExecOptions(stop_on_first_failure=True))
+    assert res.status == ("passed", "passed", "wrong_answer", "skipped")
+
+
+# --- 4. memory per test as a whole, descriptors, inodes ----------------------------------
+
+def _needs_cgroups():
+    from cobalt.execution import cgroups
+
+    if cgroups.manager() is None:
+        pytest.skip("no writable cgroup here: memory is bounded per process only (docs/SECURITY.md)")
+
+
+def test_memfd_pages_count_against_the_test(suite_executor):
+    # memfd pages are not address space: RLIMIT_AS let one process hold 384 MiB under 64 MiB.
+    _needs_cgroups()
+    # Each memfd holds up to the file-size limit (2 MiB here); 200 of them hold 400 MiB, past
+    # the test's 256 MiB. The pages are charged to the test's cgroup.
+    prog = ("import os\nfds = []\nblock = b'x' * (2 << 20)\nfor _ in range(200):\n    fd = os.memfd_create('m')\n"
+            "    os.write(fd, block)\n    fds.append(fd)\nprint(len(fds) * 2, 'MiB')\n")
+    res = suite_executor.run_sync(prog, TestCases(("",), ("400 MiB",)))
+    assert res.status in (("memory_limit",), ("runtime_error",)), res.feedback
+    assert res.extra["cgroup"] is True
+
+
+def test_open_descriptors_are_capped_at_a_few_hundred(suite_executor):
+    prog = ("import os\nn = 0\ntry:\n    while True:\n        os.memfd_create('m')\n        n += 1\n"
+            "except OSError:\n    pass\nprint(n < 512)\n")
+    res = suite_executor.run_sync(prog, TestCases(("",), ("True",)))
+    assert res.status == ("passed",), res.feedback
+
+
+def test_the_sandbox_cgroup_is_removed_with_the_sandbox(suite_executor):
+    _needs_cgroups()
+    import glob
+    import os
+
+    from cobalt.execution import cgroups
+
+    res = suite_executor.run_sync("print(1)", TestCases(("", ""), ("1", "1")))
+    assert res.passing == (True, True) and res.extra["cgroup"] is True
+    left = [d for base in cgroups.manager().bases.values() for d in glob.glob(f"{base}/cobalt-{os.getpid()}-*")]
+    assert left == []
+
+
+# --- 6. high-byte output: linear host work, compact records ------------------------------
+
+def test_high_byte_output_costs_the_host_its_size_not_six_times(suite_executor):
+    n_tests, size = 8, 256 << 10  # SUITE_LIMITS caps stdout at 256 KiB
+    prog = f"import sys\nsys.stdout.buffer.write(b'\\xff' * {size})\n"
+    res = suite_executor.run_sync(prog, TestCases(("",) * n_tests, ("",) * n_tests))
+    assert res.status == ("wrong_answer",) * n_tests
+    per_test_overhead = 1024
+    assert res.extra["result_bytes"] <= n_tests * (size + per_test_overhead)
+    # Each byte from the pipe is copied a bounded number of times (no re-splitting of a growing buffer).
+    assert res.extra["host_bytes_copied"] <= 3 * res.extra["result_bytes"]
+
+
+def test_record_reader_is_linear_in_chunked_input():
+    from cobalt.execution.local import RecordReader
+
+    head = b'{"i":0,"exit":0}'
+    body = b"\xff" * (4 << 20)
+    stream = b"R %d %d -1\n" % (len(head), len(body)) + head + body
+    reader = RecordReader(8 << 20)
+    recs = []
+    for k in range(0, len(stream), 4096):
+        recs += reader.feed(stream[k:k + 4096])
+    assert len(recs) == 1 and recs[0]["stdout"] == body
+    assert reader.bytes_copied <= 3 * len(stream)
+
+
+def test_record_reader_refuses_oversized_or_garbled_frames():
+    from cobalt.execution.local import RecordReader
+
+    with pytest.raises(RuntimeError):
+        RecordReader(1000).feed(b"R 10 100000 -1\n")
+    with pytest.raises(RuntimeError):
+        RecordReader(1000).feed(b"{" * 100)

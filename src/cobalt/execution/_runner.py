@@ -32,6 +32,7 @@ STDERR_TAIL = 24 * 1024
 RET_CAP = 8 * 1024 * 1024
 TRACEBACK_FRAMES = 50
 THREAD_STACK_BYTES = 8 * 1024 * 1024
+ERROR_RESERVE_BYTES = 8 * 1024 * 1024
 
 
 class _Exit:
@@ -336,11 +337,13 @@ def _run_call(g, fn_name, text, ret_fd):
 
 # --- one test -----------------------------------------------------------------
 
-def _child(job, code_obj, g, in_fd, out_w, err_w, ret_w):
+def _child(job, code_obj, g, i, in_fd, out_w, err_w, ret_w, cgroups=()):
     """Runs in the forked child; never returns."""
     status = 1
     try:
         os.setpgid(0, 0)
+        for _ctl, path in cgroups:
+            _cg_write(path + "/cgroup.procs", "0")
         os.dup2(in_fd, 0)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
@@ -358,6 +361,8 @@ def _child(job, code_obj, g, in_fd, out_w, err_w, ret_w):
         resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_size_bytes"], lim["file_size_bytes"]))
         resource.setrlimit(resource.RLIMIT_NPROC, (lim["max_processes"], lim["max_processes"]))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        nofile = int(lim.get("open_files") or 256)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
         # New threads take their stack size from RLIMIT_STACK, which the host raised
         # for deep recursion in the main thread: under the address-space limit that
         # left room for hardly any thread. Give them a usual 8 MiB; a program can
@@ -374,10 +379,13 @@ def _child(job, code_obj, g, in_fd, out_w, err_w, ret_w):
         if "random" in sys.modules:
             sys.modules["random"].seed()  # each test its own seed, as in a fresh process
         fn_name = job.get("fn_name")
+        # Room to report a MemoryError: freed before the traceback is formatted, so that
+        # the imports and text of the report fit under the address-space limit.
+        reserve = bytearray(ERROR_RESERVE_BYTES)
         try:
             exec(code_obj, g)
             if fn_name:
-                _run_call(g, fn_name, job["inputs"][job["_i"]], CALL_RET_FD)
+                _run_call(g, fn_name, job["inputs"][i], CALL_RET_FD)
             status = 0
         except SystemExit as exc:
             code = exc.code
@@ -389,6 +397,7 @@ def _child(job, code_obj, g, in_fd, out_w, err_w, ret_w):
                 sys.stderr.write(str(code) + "\n")
                 status = 1
         except BaseException as exc:  # the program's own error: report it like python does
+            del reserve
             try:
                 sys.stdout.flush()
             except BaseException:
@@ -419,117 +428,232 @@ def _read_into(fd, buf, cap):
     return True
 
 
-def _run_test(job, code_obj, g, i, deadline_program):
+# --- per-test cgroups ------------------------------------------------------------
+# Where the host could give the sandbox a cgroup of its own, it binds that cgroup's
+# directory (owned by the sandbox's uid, its limit files by root) into the sandbox.
+# The runner makes one child cgroup per test there, with the per-test memory and
+# process limits; the test's first process moves itself in before it runs any user
+# code, so all processes of a test together stay within the test's limits.
+
+def _cg_write(path, text):
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def _cg_read(path):
+    try:
+        with open(path) as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+def _cg_make(job, i):
+    """Create test ``i``'s cgroups; returns their directories (empty when unavailable)."""
+    cg = job.get("cgroup")
+    if not cg:
+        return []
     lim = job["limits"]
-    data = job["inputs"][i].encode("utf-8", "surrogateescape")
-    in_fd = os.memfd_create("stdin")
-    view = memoryview(data)
-    while view:
-        view = view[os.write(in_fd, view):]
-    os.lseek(in_fd, 0, os.SEEK_SET)
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    ret_r = ret_w = None
-    if job.get("fn_name"):
-        ret_r, ret_w = os.pipe()
-    job["_i"] = i
-    start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        _child(job, code_obj, g, in_fd, out_w, err_w, ret_w)
-    for fd in (in_fd, out_w, err_w, ret_w):
-        if fd is not None:
-            os.close(fd)
-    deadline = min(start + lim["test_wall_s"], deadline_program)
-    out, err_head, ret = bytearray(), bytearray(), bytearray()
-    err_tail = b""
-    out_cap = lim["output_bytes"] + 1
-    open_fds = {out_r: "out", err_r: "err"}
-    if ret_r is not None:
-        open_fds[ret_r] = "ret"
-    pidfd = os.pidfd_open(pid)
-    timed_out = olimit = False
-    exited = False
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            timed_out = not exited
-            break
-        watch = list(open_fds) + ([] if exited else [pidfd])
-        if not watch:
-            break
-        ready, _, _ = select.select(watch, [], [], remaining)
-        for fd in ready:
-            if fd == pidfd:
-                exited = True
-                continue
-            kind = open_fds[fd]
+    made = []
+    for ctl, base in cg["dirs"].items():
+        path = "%s/t%d" % (base, i)
+        try:
+            os.mkdir(path)
+            made.append((ctl, path))
+            if ctl in ("memory", "unified"):
+                mem = str(int(lim["memory_bytes"]) + int(cg.get("slack") or 0))
+                if cg["version"] == 2:
+                    _cg_write(path + "/memory.max", mem)
+                    try:
+                        _cg_write(path + "/memory.swap.max", "0")
+                    except OSError:
+                        pass
+                else:
+                    _cg_write(path + "/memory.limit_in_bytes", mem)
+                    try:
+                        _cg_write(path + "/memory.memsw.limit_in_bytes", mem)
+                    except OSError:
+                        pass
+            if ctl in ("pids", "unified") and os.path.exists(path + "/pids.max"):
+                _cg_write(path + "/pids.max", str(int(lim["max_processes"])))
+        except OSError:
+            continue
+    return made
+
+
+def _cg_procs(path):
+    return [int(x) for x in _cg_read(path + "/cgroup.procs").split() if x.isdigit()]
+
+
+def _cg_kill(dirs):
+    """SIGKILL every process left in a test's cgroups (until none is left)."""
+    for _ctl, path in dirs:
+        for _ in range(100):
+            pids = _cg_procs(path)
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            time.sleep(0.001)
+
+
+def _cg_oom_kills(job, dirs):
+    for ctl, path in dirs:
+        if ctl not in ("memory", "unified"):
+            continue
+        name = "/memory.events" if job["cgroup"]["version"] == 2 else "/memory.oom_control"
+        for line in _cg_read(path + name).splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                return int(value)
+    return 0
+
+
+def _cg_remove(dirs):
+    for _ctl, path in dirs:
+        for _ in range(50):
+            try:
+                os.rmdir(path)
+                break
+            except OSError:
+                time.sleep(0.002)
+
+
+class _Test:
+    """One running test: its process, pipes and what it has written so far."""
+
+    def __init__(self, job, code_obj, g, i, deadline_program):
+        lim = job["limits"]
+        self.i = i
+        data = job["inputs"][i].encode("utf-8", "surrogateescape")
+        in_fd = os.memfd_create("stdin")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(in_fd, view):]
+        os.lseek(in_fd, 0, os.SEEK_SET)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        ret_r = ret_w = None
+        if job.get("fn_name"):
+            ret_r, ret_w = os.pipe()
+        self.cgroups = _cg_make(job, i)
+        self.start = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            _child(job, code_obj, g, i, in_fd, out_w, err_w, ret_w, self.cgroups)
+        for fd in (in_fd, out_w, err_w, ret_w):
+            if fd is not None:
+                os.close(fd)
+        self.pid = pid
+        self.pidfd = os.pidfd_open(pid)
+        self.deadline = min(self.start + lim["test_wall_s"], deadline_program)
+        self.budget_cut = deadline_program < self.start + lim["test_wall_s"]
+        self.out, self.err_head, self.ret = bytearray(), bytearray(), bytearray()
+        self.err_tail = b""
+        self.out_cap = lim["output_bytes"] + 1
+        self.open_fds = {out_r: "out", err_r: "err"}
+        if ret_r is not None:
+            self.open_fds[ret_r] = "ret"
+        self.timed_out = self.olimit = self.exited = False
+        self.done = False
+        self.over_budget = False
+
+    def watch(self):
+        return list(self.open_fds) + ([] if self.exited else [self.pidfd])
+
+    def on_ready(self, fd):
+        if fd == self.pidfd:
+            self.exited = True
+        else:
+            kind = self.open_fds[fd]
             if kind == "out":
-                alive = _read_into(fd, out, out_cap)
-                if len(out) >= out_cap:
-                    olimit = True
+                alive = _read_into(fd, self.out, self.out_cap)
+                if len(self.out) >= self.out_cap:
+                    self.olimit = True
             elif kind == "ret":
-                alive = _read_into(fd, ret, RET_CAP + 1)
+                alive = _read_into(fd, self.ret, RET_CAP + 1)
             else:
                 try:
                     chunk = os.read(fd, 65536)
                 except OSError:
                     chunk = b""
                 alive = bool(chunk)
-                if len(err_head) < STDERR_HEAD:
-                    take = STDERR_HEAD - len(err_head)
-                    err_head.extend(chunk[:take])
+                if len(self.err_head) < STDERR_HEAD:
+                    take = STDERR_HEAD - len(self.err_head)
+                    self.err_head.extend(chunk[:take])
                     chunk = chunk[take:]
                 if chunk:
-                    err_tail = (err_tail + chunk)[-STDERR_TAIL:]
+                    self.err_tail = (self.err_tail + chunk)[-STDERR_TAIL:]
             if not alive:
-                del open_fds[fd]
+                del self.open_fds[fd]
                 os.close(fd)
-        if olimit:
-            break
-        if exited and not open_fds:
-            break
-        if exited and open_fds:
+        if self.olimit or (self.exited and not self.open_fds):
+            self.done = True
+        elif self.exited and self.open_fds:
             # The program exited but a descendant still holds its pipes: give
             # it a moment, then stop waiting for it.
-            deadline = min(deadline, time.monotonic() + 0.05)
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    if timed_out or olimit or not exited:
+            self.deadline = min(self.deadline, time.monotonic() + 0.05)
+
+    def check_time(self, now):
+        if not self.done and now >= self.deadline:
+            self.timed_out = not self.exited
+            self.over_budget = self.timed_out and self.budget_cut
+            self.done = True
+
+    def finish(self, job, kill_all):
+        """Kill what is left of the test, reap it and return its record."""
+        lim = job["limits"]
         try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
             pass
-    _, wstatus, usage = os.wait4(pid, 0)
-    wall = time.monotonic() - start
-    if job.get("own_pid_namespace"):
-        # Only inside the sandbox's own PID namespace: outside it, "every other
-        # process" would be the host's.
-        _kill_others()
-    os.close(pidfd)
-    for fd in open_fds:
-        os.close(fd)
-    if os.WIFSIGNALED(wstatus):
-        exit_code = -os.WTERMSIG(wstatus)
-    else:
-        exit_code = os.WEXITSTATUS(wstatus)
-    stderr = bytes(err_head) + (b"\n...(stderr truncated)...\n" if len(err_tail) == STDERR_TAIL else b"") + err_tail
-    rec = {
-        "i": i,
-        "exit": exit_code,
-        "timeout": timed_out,
-        "olimit": olimit,
-        "wall": wall,
-        "cpu": usage.ru_utime + usage.ru_stime,
-        "maxrss_kb": usage.ru_maxrss,
-        "stdout": bytes(out[: lim["output_bytes"]]).decode("latin-1"),
-        "stderr": stderr.decode("utf-8", "replace"),
-    }
-    if ret_r is not None:
-        rec["ret"] = bytes(ret).decode("utf-8", "replace")
-    return rec
+        if self.timed_out or self.olimit or not self.exited:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        _, wstatus, usage = os.wait4(self.pid, 0)
+        wall = time.monotonic() - self.start
+        _cg_kill(self.cgroups)
+        if kill_all and job.get("own_pid_namespace"):
+            # Only inside the sandbox's own PID namespace: outside it, "every other
+            # process" would be the host's.
+            _kill_others()
+        oom = _cg_oom_kills(job, self.cgroups) if self.cgroups else 0
+        _cg_remove(self.cgroups)
+        os.close(self.pidfd)
+        for fd in self.open_fds:
+            os.close(fd)
+        if os.WIFSIGNALED(wstatus):
+            exit_code = -os.WTERMSIG(wstatus)
+        else:
+            exit_code = os.WEXITSTATUS(wstatus)
+        stderr = bytes(self.err_head) + (
+            b"\n...(stderr truncated)...\n" if len(self.err_tail) == STDERR_TAIL else b""
+        ) + self.err_tail
+        rec = {
+            "i": self.i,
+            "exit": exit_code,
+            "timeout": self.timed_out,
+            "olimit": self.olimit,
+            "wall": wall,
+            "cpu": usage.ru_utime + usage.ru_stime,
+            "maxrss_kb": usage.ru_maxrss,
+            "stderr": stderr.decode("utf-8", "replace"),
+        }
+        if self.over_budget:
+            rec["budget"] = True
+        if oom:
+            rec["oom"] = True
+        stdout = bytes(self.out[: lim["output_bytes"]])
+        ret = bytes(self.ret) if job.get("fn_name") else None
+        return rec, stdout, ret
 
 
 _RESULT_FD = [None]
@@ -547,12 +671,74 @@ def _json_value(v):
     return repr(v)
 
 
-def _emit(rec):
-    body = ",".join('"%s":%s' % (k, _json_value(v)) for k, v in rec.items())
-    data = ("{" + body + "}\n").encode()
-    view = memoryview(data)
+def _emit(rec, stdout=b"", ret=None):
+    """One record: a line ``R <header bytes> <stdout bytes> <return-value bytes or -1>``,
+    the JSON header, then stdout and the return value as raw bytes (no escaping)."""
+    head = ("{" + ",".join('"%s":%s' % (k, _json_value(v)) for k, v in rec.items()) + "}").encode()
+    parts = [b"R %d %d %d\n" % (len(head), len(stdout), -1 if ret is None else len(ret)), head, stdout]
+    if ret is not None:
+        parts.append(ret)
+    view = memoryview(b"".join(parts))
     while view:
         view = view[os.write(_RESULT_FD[0], view):]
+
+
+def _run_tests(job, code_obj, g):
+    """Run every test, up to ``job["parallel"]`` at once, within the program's budget.
+    With a control descriptor (stop-on-first-failure), one at a time, and the next test
+    starts only after the host has said to go on."""
+    n = len(job["inputs"])
+    control = job.get("control_fd")
+    parallel = 1 if control is not None else max(1, int(job.get("parallel") or 1))
+    deadline_program = time.monotonic() + job["limits"]["program_wall_s"]
+    pending = list(range(n - 1, -1, -1))
+    running = []
+    warm = [False]
+
+    def after(rec):
+        if rec["exit"] == 1 and not warm[0] and "traceback" not in sys.modules and "Traceback" in rec["stderr"]:
+            warm[0] = True
+            _register_source()  # errors repeat across tests: format them from warm modules
+            import traceback  # noqa: F401
+
+    while pending or running:
+        now = time.monotonic()
+        while pending and len(running) < parallel:
+            i = pending.pop()
+            if now >= deadline_program:
+                _emit({"i": i, "skipped": "budget", "budget": True, "exit": None, "timeout": True,
+                       "olimit": False, "wall": 0.0, "cpu": 0.0, "stderr": ""})
+                continue
+            running.append(_Test(job, code_obj, g, i, deadline_program))
+        if not running:
+            continue
+        watch = {}
+        for t in running:
+            for fd in t.watch():
+                watch[fd] = t
+        remaining = min(t.deadline for t in running) - time.monotonic()
+        if watch and remaining > 0:
+            ready, _, _ = select.select(list(watch), [], [], remaining)
+            for fd in ready:
+                watch[fd].on_ready(fd)
+        now = time.monotonic()
+        for t in running:
+            t.check_time(now)
+        finished = [t for t in running if t.done]
+        running = [t for t in running if not t.done]
+        for t in finished:
+            rec, stdout, ret = t.finish(job, kill_all=not running)
+            _emit(rec, stdout, ret)
+            after(rec)
+            if control is not None and pending:
+                try:
+                    go = os.read(control, 1)
+                except OSError:
+                    go = b""
+                if go != b"c":
+                    return  # the host stopped the program: no further test starts
+    if job.get("own_pid_namespace"):
+        _kill_others()
 
 
 _STDIO = (None, None, None)
@@ -576,10 +762,15 @@ def main():
     )
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = _STDIO
     job = marshal.loads(raw)
+    # The host's descriptors must not sit where a test's own descriptors go (0-3).
+    for key in ("result_fd", "control_fd"):
+        if job.get(key) is not None and job[key] <= CALL_RET_FD:
+            moved = os.dup(job[key])
+            while moved <= CALL_RET_FD:
+                moved = os.dup(moved)
+            os.close(job[key])
+            job[key] = moved
     _RESULT_FD[0] = job["result_fd"]
-    if _RESULT_FD[0] == CALL_RET_FD:
-        _RESULT_FD[0] = os.dup(CALL_RET_FD)
-        os.close(CALL_RET_FD)
     _drop_privileges(job.get("uid"))
     _set_not_dumpable()
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
@@ -606,7 +797,7 @@ def main():
         text = "".join(traceback.format_exception_only(type(exc), exc))
         for i in range(len(job["inputs"])):
             _emit({"i": i, "exit": 1, "timeout": False, "olimit": False, "wall": 0.0, "cpu": 0.0,
-                   "stdout": "", "stderr": text, "compile_error": True})
+                   "stderr": text, "compile_error": True}, b"", b"" if job.get("fn_name") else None)
         return
     _preload(code, bool(job.get("sys_path_extra")))
     # The globals each test starts from (a private copy in every forked child).
@@ -623,18 +814,7 @@ def main():
     gc.collect()
     gc.freeze()  # keep the children's garbage collector off the shared pages
 
-    start = time.monotonic()
-    deadline_program = start + job["limits"]["program_wall_s"]
-    for i in range(len(job["inputs"])):
-        if time.monotonic() >= deadline_program:
-            _emit({"i": i, "skipped": "budget", "exit": None, "timeout": True, "olimit": False,
-                   "wall": 0.0, "cpu": 0.0, "stdout": "", "stderr": ""})
-            continue
-        rec = _run_test(job, code_obj, g, i, deadline_program)
-        _emit(rec)
-        if rec["exit"] == 1 and "traceback" not in sys.modules and "Traceback" in rec["stderr"]:
-            _register_source()  # errors repeat across tests: format them from warm modules
-            import traceback  # noqa: F401
+    _run_tests(job, code_obj, g)
 
 
 if __name__ == "__main__":

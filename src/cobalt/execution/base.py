@@ -6,7 +6,10 @@ the typed records and the interface; the sandboxed implementation lives in
 ``local.py`` and the Ray Serve one in ``service.py``/``client.py``.
 
 The limits below are the single source of truth for the paper's numbers
-(METHOD.md §2): 4 s wall per test, 1 GiB of address space, 30 s per program.
+(METHOD.md §2 and §9): 4 s wall per test, 1 GiB of memory per test, up to 4
+tests of a program at once, and a 27 s cap on the whole program; a caller
+waits up to 300 s (the reward function's wait), always longer than the cap,
+so that the cap and not the caller decides.
 """
 from __future__ import annotations
 
@@ -45,13 +48,26 @@ class Limits:
     test_cpu_s: float = 4.0
     """CPU-time limit of one test (RLIMIT_CPU, rounded up to whole seconds)."""
     memory_bytes: int = 1 << 30
-    """Address-space limit of one test (RLIMIT_AS)."""
-    program_wall_s: float = 30.0
-    """Wall-clock budget for all tests of one program together."""
+    """Memory of one test: the address-space limit of each process (RLIMIT_AS) and,
+    where a cgroup is writable, the limit of all its processes together (shmem,
+    memfd and tmpfs pages included)."""
+    program_wall_s: float = 27.0
+    """Wall-clock cap on all tests of one program together (METHOD §9: 27 s). Past it,
+    profile ``paper`` returns one failing entry for the whole program; ``cobalt`` keeps
+    the tests that finished and fails the rest as timed out."""
+    test_parallelism: int = 4
+    """Tests of one program that run at once (METHOD §9: up to 4). Profile ``paper``
+    always runs this many; ``cobalt`` runs up to this many when cores are free."""
     output_bytes: int = 1 << 20
     """Stdout cap per test; beyond it the test fails with 'output limit exceeded'."""
     max_processes: int = 32
-    """Process/thread-count limit of the sandbox user (RLIMIT_NPROC)."""
+    """Process/thread-count limit of the sandbox user (RLIMIT_NPROC) and, where a pids
+    cgroup is writable, of each test."""
+    open_files: int = 256
+    """Open file descriptors per process (RLIMIT_NOFILE)."""
+    tmpfs_inodes: int = 4096
+    """Files and directories the private /tmp may hold (tmpfs nr_inodes, where the host
+    can mount it; elsewhere the memory cgroup bounds their kernel memory)."""
     file_size_bytes: int = 16 << 20
     """Largest file a test may write (RLIMIT_FSIZE)."""
     tmpfs_bytes: int = 64 << 20
@@ -65,6 +81,14 @@ class Limits:
 
 
 PAPER_LIMITS = Limits()
+
+HOST_GRACE_S = 2.0
+"""Slack on top of the program cap before the host kills the whole sandbox."""
+
+CALLER_TIMEOUT_S = 300.0
+"""How long a caller (the reward, the client) waits for one program by default (METHOD §9:
+the reward function waits up to 300 s). Always longer than ``program_wall_s`` plus the
+host's grace, so that the program cap, not the caller, decides."""
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cobalt.execution.base import ExecOptions, Limits
+from cobalt.execution.base import CALLER_TIMEOUT_S, ExecOptions, Limits
+from cobalt.profile import profile_from_args
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,7 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--evaluator", choices=("embedded", "ray"), default="embedded",
                      help="run sandboxes in this process, or call the Ray Serve evaluator app")
     run.add_argument("--ray-address", default=None, help="Ray cluster address for --evaluator ray")
-    run.add_argument("--timeout", type=float, default=30.0, help="seconds a client waits per program before failing it")
+    run.add_argument("--timeout", type=float, default=CALLER_TIMEOUT_S,
+                     help="seconds a client waits per program before failing it; must exceed --program-timeout "
+                     "plus 2 s, so that the program cap decides (default: %(default)s, the paper's reward wait)")
     run.add_argument("--no-sandbox", action="store_true",
                      help="run WITHOUT bubblewrap, resource limits only: trusted code only")
     judge = parser.add_argument_group("judging")
@@ -55,12 +58,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     lim.add_argument("--test-timeout", type=float, default=d.test_wall_s, help="wall seconds per test")
     lim.add_argument("--test-cpu", type=float, default=d.test_cpu_s, help="CPU seconds per test")
     lim.add_argument("--memory-mb", type=int, default=d.memory_bytes >> 20, help="address-space limit per test, MiB")
-    lim.add_argument("--program-timeout", type=float, default=d.program_wall_s, help="wall seconds for all tests of a program")
+    lim.add_argument("--program-timeout", type=float, default=d.program_wall_s,
+                     help="wall seconds for all tests of a program (the paper's cap: 27)")
+    lim.add_argument("--parallel-tests", type=int, default=d.test_parallelism,
+                     help="tests of one program run at once (paper: always this many; cobalt: up to this many "
+                     "when cores are free)")
+    lim.add_argument("--open-files", type=int, default=d.open_files, help="open descriptors per process (RLIMIT_NOFILE)")
     lim.add_argument("--output-mb", type=float, default=d.output_bytes / (1 << 20), help="stdout cap per test, MiB")
     lim.add_argument("--max-processes", type=int, default=d.max_processes, help="process/thread limit in the sandbox")
     lim.add_argument("--file-size-mb", type=float, default=d.file_size_bytes / (1 << 20), help="largest file a test may write, MiB")
     lim.add_argument("--tmpfs-mb", type=float, default=d.tmpfs_bytes / (1 << 20), help="size of the sandbox's private /tmp, MiB")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--check", action="store_true",
+                        help="print which isolation layers are active on this machine (sandbox, seccomp, "
+                        "cgroups, limits) and exit")
+    from cobalt.profile import add_profile_argument
+
+    add_profile_argument(parser)
 
 
 def limits_from_args(args: argparse.Namespace) -> Limits:
@@ -74,6 +88,8 @@ def limits_from_args(args: argparse.Namespace) -> Limits:
         max_processes=args.max_processes,
         file_size_bytes=int(args.file_size_mb * (1 << 20)),
         tmpfs_bytes=int(args.tmpfs_mb * (1 << 20)),
+        test_parallelism=args.parallel_tests,
+        open_files=args.open_files,
     )
 
 
@@ -85,6 +101,7 @@ def options_from_args(args: argparse.Namespace) -> ExecOptions:
         call_mode=args.call_mode,
         stop_on_first_failure=args.stop_on_first_failure,
         allow_packages=args.allow_packages,
+        profile=profile_from_args(args).value,
     )
 
 
@@ -105,6 +122,8 @@ def make_client(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``cobalt exec``."""
+    if args.check:
+        return check_isolation(args)
     if args.code or args.tests:
         if not (args.code and args.tests):
             print("cobalt exec: --code and --tests go together", file=sys.stderr)
@@ -121,6 +140,42 @@ def run(args: argparse.Namespace) -> int:
         target = exc.filename or args.output
         print(f"cobalt exec: cannot write results to {target}: {exc.strerror or exc}", file=sys.stderr)
         return 2
+
+
+def check_isolation(args: argparse.Namespace) -> int:
+    """``cobalt exec --check``: one line per isolation layer, and whether it is active here."""
+    import platform
+
+    from cobalt.execution import cgroups
+    from cobalt.execution import sandbox as sbx
+
+    limits = limits_from_args(args)
+    ok = True
+    if args.no_sandbox:
+        print("sandbox: OFF (--no-sandbox): resource limits only, trusted code only")
+    else:
+        try:
+            version = sbx.check_sandbox()
+            root = sbx._is_root()
+            print(f"sandbox: {version}: namespaces pid, net, ipc, uts, cgroup, mount; "
+                  + ("root mode: fresh uid per sandbox, capabilities dropped" if root
+                     else "user namespace, uid 65534"))
+        except sbx.SandboxUnavailable as exc:
+            ok = False
+            print(f"sandbox: UNAVAILABLE: {exc}")
+        refused = sbx.refused_syscalls()
+        if sbx.seccomp_program() is None:
+            print(f"seccomp: none for {platform.machine()}")
+        else:
+            print("seccomp: user namespaces refused; foreign ABIs refused; " + ", ".join(sorted(refused)) + " refused")
+        print(cgroups.describe() if sbx._is_root() else
+              "cgroups: not used without root (per-process limits only)")
+    print(f"limits: {limits.test_wall_s:g} s wall and {limits.test_cpu_s:g} s CPU per test, "
+          f"{limits.memory_bytes >> 20} MiB per test, {limits.test_parallelism} tests at once, "
+          f"{limits.program_wall_s:g} s per program, {limits.max_processes} processes, "
+          f"{limits.open_files} open files, {limits.tmpfs_bytes >> 20} MiB /tmp")
+    print(f"profile: {profile_from_args(args).value}")
+    return 0 if ok else 1
 
 
 async def _run_one(args: argparse.Namespace) -> int:
@@ -203,7 +258,7 @@ async def run_jobs(input_path: Path, output_path: Path, client, *, progress: boo
                 result = await client.evaluate(code, tests)
             except Exception as exc:  # one job's failure is that job's failing result
                 result = ExecutionResult.failure(len(tests), f"evaluation failed: {type(exc).__name__}: {exc}")
-            out.write({"id": job_id, **result.to_dict()})
+            out.write({"id": job_id, **result.to_dict(), "profile": client.options.profile})
             bar.update(1)
 
         await asyncio.gather(*(one(*job) for job in pending))

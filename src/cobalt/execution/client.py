@@ -29,13 +29,22 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from cobalt.execution.base import ExecOptions, ExecutionResult, Limits, Status, TestCaseError, TestCases
+from cobalt.execution.base import (
+    CALLER_TIMEOUT_S,
+    HOST_GRACE_S,
+    ExecOptions,
+    ExecutionResult,
+    Limits,
+    Status,
+    TestCaseError,
+    TestCases,
+)
 
 log = logging.getLogger(__name__)
 
 DEFAULT_APP_NAME = "evaluator"
 DEFAULT_DEPLOYMENT_NAME = "Evaluator"
-DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_TIMEOUT_S = CALLER_TIMEOUT_S
 
 
 @dataclass
@@ -45,7 +54,9 @@ class EvaluatorClient:
     mode: str = "embedded"
     """'embedded' (in-process sandboxes) or 'ray' (the Serve deployment)."""
     timeout_s: float = DEFAULT_TIMEOUT_S
-    """Per-program timeout of a call; past it the program scores as failing."""
+    """Per-program timeout of a call; past it the program scores as failing. Always longer
+    than the program cap (``limits.program_wall_s``) plus the host's grace, so that the
+    cap decides and a slow but finished program is never cut by its caller."""
     max_concurrency: int | None = None
     """Programs in flight at once from this client (default: CPUs for embedded, 256 for ray)."""
     limits: Limits = field(default_factory=Limits)
@@ -62,6 +73,12 @@ class EvaluatorClient:
     def __post_init__(self) -> None:
         if self.mode not in ("embedded", "ray"):
             raise ValueError(f"mode must be 'embedded' or 'ray', got {self.mode!r}")
+        floor = self.limits.program_wall_s + HOST_GRACE_S
+        if not self.timeout_s > floor:
+            raise ValueError(
+                f"timeout_s ({self.timeout_s:g} s) must be longer than the program cap plus the host's grace "
+                f"({floor:g} s), so that the cap and not the caller decides"
+            )
         self._executor = None
         self._handle = None
         self._sem: asyncio.Semaphore | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import json
 import logging
 import marshal
@@ -24,15 +25,81 @@ from typing import Any
 
 from cobalt.execution import compare, feedback
 from cobalt.execution import sandbox as sbx
-from cobalt.execution.base import ExecOptions, ExecutionResult, Limits, Status, TestCases
+from cobalt.execution.base import HOST_GRACE_S, ExecOptions, ExecutionResult, Limits, Status, TestCases
 
 log = logging.getLogger(__name__)
 
-# Slack on top of the program budget before the host kills the whole sandbox.
-HOST_GRACE_S = 2.0
 # How often a running sandbox checks whether its caller gave up.
 CANCEL_POLL_S = 0.1
 MEMORY_ERROR_MARKERS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc")
+
+
+# Room for a record's JSON header and a return value beyond the stdout cap.
+RECORD_SLACK_BYTES = 16 << 20
+
+
+class RecordReader:
+    """Parses the runner's records from a byte stream in time linear in its size.
+
+    A record is a line ``R <header bytes> <stdout bytes> <return-value bytes or -1>``,
+    then the JSON header, the raw stdout and the raw return value. Nothing is escaped,
+    so 1 MiB of output costs 1 MiB on the pipe, and each byte is copied a bounded
+    number of times (``bytes_copied`` counts them)."""
+
+    def __init__(self, max_record_bytes: int):
+        self.max_record_bytes = max_record_bytes
+        self._buf = bytearray()
+        self._pos = 0
+        self._need: tuple[int, int, int] | None = None
+        self.bytes_read = 0
+        self.bytes_copied = 0
+
+    def feed(self, chunk: bytes) -> list[dict]:
+        """Add ``chunk``; return the records it completed (``stdout``/``ret`` as bytes)."""
+        self.bytes_read += len(chunk)
+        self._buf += chunk
+        self.bytes_copied += len(chunk)
+        out = []
+        while True:
+            if self._need is None:
+                end = self._buf.find(b"\n", self._pos, self._pos + 64)
+                if end < 0:
+                    if len(self._buf) - self._pos >= 64:
+                        raise RuntimeError("sandbox protocol violation (record frame)")
+                    break
+                parts = bytes(self._buf[self._pos:end]).split(b" ")
+                if len(parts) != 4 or parts[0] != b"R":
+                    raise RuntimeError("sandbox protocol violation (record frame)")
+                try:
+                    head, out_n, ret_n = int(parts[1]), int(parts[2]), int(parts[3])
+                except ValueError:
+                    raise RuntimeError("sandbox protocol violation (record frame)") from None
+                if min(head, out_n) < 0 or ret_n < -1 or head + out_n + ret_n > self.max_record_bytes:
+                    raise RuntimeError("sandbox protocol violation (record size)")
+                self._need = (head, out_n, ret_n)
+                self._pos = end + 1
+            head, out_n, ret_n = self._need
+            total = head + out_n + max(ret_n, 0)
+            if len(self._buf) - self._pos < total:
+                break
+            p = self._pos
+            rec = json.loads(bytes(self._buf[p:p + head]))
+            if not isinstance(rec, dict):
+                raise RuntimeError("sandbox protocol violation (record header)")
+            rec["stdout"] = bytes(self._buf[p + head:p + head + out_n])
+            if ret_n >= 0:
+                rec["ret"] = bytes(self._buf[p + head + out_n:p + total])
+            self.bytes_copied += total
+            self._pos = p + total
+            self._need = None
+            out.append(rec)
+        if self._pos and self._pos * 2 >= len(self._buf):
+            # Drop what was consumed once it is at least half the buffer: each byte moves
+            # at most a bounded number of times (amortised linear).
+            self.bytes_copied += len(self._buf) - self._pos
+            del self._buf[: self._pos]
+            self._pos = 0
+        return out
 
 
 class NoSandboxWarning(UserWarning):
@@ -57,6 +124,7 @@ class LocalExecutor:
         *,
         sandbox: str = "bwrap",
         max_workers: int | None = None,
+        cgroups: bool = True,
     ):
         if sandbox not in ("bwrap", "none"):
             raise ValueError(f"sandbox must be 'bwrap' or 'none', got {sandbox!r}")
@@ -65,6 +133,13 @@ class LocalExecutor:
         self.sandbox = sandbox
         self.max_workers = max_workers or max(4, (os.cpu_count() or 1) * 4)
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._in_flight = 0
+        self._lock = threading.Lock()
+        self._cgroups = None
+        if sandbox == "bwrap" and cgroups and sbx._is_root():
+            from cobalt.execution import cgroups as cg
+
+            self._cgroups = cg.manager()
         sbx.raise_stack_limit()
         if sandbox == "bwrap":
             sandbox_mod_check = sandbox_check_cached()
@@ -112,14 +187,20 @@ class LocalExecutor:
             if opts.stop_on_first_failure:
                 def failed(idx: int, rec: dict) -> bool:
                     return not self._judge_one_safely(tests.inputs[idx], tests.outputs[idx], rec, opts, fn_name)[0]
-            records, error = self._execute(code, list(tests.inputs), fn_name, opts, len(tests), failed, cancel)
+            with self._lock:
+                self._in_flight += 1
+            try:
+                records, error, stats = self._execute(code, list(tests.inputs), fn_name, opts, len(tests), failed, cancel)
+            finally:
+                with self._lock:
+                    self._in_flight -= 1
         except sbx.SandboxUnavailable:
             raise
         except Exception as exc:  # never let one program fail a batch
             log.exception("sandbox failure")
             return ExecutionResult.failure(len(tests), f"sandbox error: {type(exc).__name__}: {exc}")
         try:
-            return self._judge(tests, records, error, opts, fn_name)
+            return dataclasses.replace(self._judge(tests, records, error, opts, fn_name), extra=stats)
         except Exception as exc:  # a bug in judging must cost this program only, never the batch
             log.exception("judging failure")
             return ExecutionResult.failure(len(tests), f"could not judge the program: {type(exc).__name__}: {exc}")
@@ -138,48 +219,81 @@ class LocalExecutor:
             job["sys_path_extra"] = list(py.site_packages) + list(py.venv_site_packages)
         return job
 
-    def _argv(self, opts: ExecOptions, seccomp_fd: int | None = None) -> list[str]:
+    def _argv(self, opts: ExecOptions, seccomp_fd: int | None = None, cgroup_fds: dict | None = None) -> list[str]:
         if self.sandbox == "none":
             return sbx.direct_argv()
         return sbx.bwrap_argv(
-            tmpfs_bytes=self.limits.tmpfs_bytes, allow_packages=opts.allow_packages, seccomp_fd=seccomp_fd
+            tmpfs_bytes=self.limits.tmpfs_bytes, allow_packages=opts.allow_packages, seccomp_fd=seccomp_fd,
+            cgroup_dirs=cgroup_fds or None,
         )
+
+    def _parallel_tests(self, opts: ExecOptions) -> int:
+        """How many tests of one program run at once: the paper's fixed number in profile
+        ``paper``; in ``cobalt`` as many as the cores left free by the programs in flight."""
+        if opts.stop_on_first_failure:
+            return 1
+        if opts.profile == "paper":
+            return self.limits.test_parallelism
+        free = (os.cpu_count() or 1) // max(1, self._in_flight)
+        return max(1, min(self.limits.test_parallelism, free))
 
     def _execute(
         self, code: str, inputs: list[str], fn_name: str | None, opts: ExecOptions, n_tests: int, failed=None,
         cancel: threading.Event | None = None,
-    ) -> tuple[dict[int, dict], str | None]:
+    ) -> tuple[dict[int, dict], str | None, dict]:
         """Start the sandbox, stream records back, and stop as soon as ``failed(i, record)``
-        says so (stop-on-first-failure). Returns the records by test index and an
-        error text for records that never came."""
+        says so (stop-on-first-failure: the runner then waits for the host's word before
+        each next test, so none starts after the host decided to stop). Returns the
+        records by test index and an error text for records that never came."""
         res_r, res_w = os.pipe()
+        ctl_r = ctl_w = None
+        if failed is not None:
+            ctl_r, ctl_w = os.pipe()
         filter_fd = sbx.seccomp_fd() if self.sandbox == "bwrap" else None
         job = self._job(code, inputs, fn_name, opts)
         job["result_fd"] = res_w
+        job["control_fd"] = ctl_r
+        job["parallel"] = self._parallel_tests(opts)
+        cgroup = self._cgroups.create(job.get("uid"), self.limits, job["parallel"]) if self._cgroups else None
+        if cgroup is not None:
+            from cobalt.execution.cgroups import TEST_SLACK_BYTES
+
+            job["cgroup"] = {"version": cgroup.version, "slack": TEST_SLACK_BYTES,
+                             "dirs": {c: f"{sbx.CGROUP_IN_SANDBOX}/{c}" for c in cgroup.dirs}}
         payload = marshal.dumps(job)  # host -> runner only: the runner needs no json to read it
         env = dict(sbx.MINIMAL_ENV)
+        cg_fds = {}
+        if cgroup is not None:
+            cg_fds = {c: os.open(d, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) for c, d in cgroup.dirs.items()}
+        passed = [res_w] + [fd for fd in (filter_fd, ctl_r) if fd is not None] + list(cg_fds.values())
         try:
             proc = subprocess.Popen(
-                self._argv(opts, filter_fd),
+                self._argv(opts, filter_fd, cg_fds),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
-                pass_fds=(res_w,) if filter_fd is None else (res_w, filter_fd),
+                pass_fds=tuple(passed),
                 env=env,
                 cwd="/",
                 close_fds=True,
             )
+        except BaseException:
+            if cgroup is not None:
+                cgroup.remove()
+            if ctl_w is not None:
+                os.close(ctl_w)
+            os.close(res_r)
+            raise
         finally:
-            os.close(res_w)
-            if filter_fd is not None:
-                os.close(filter_fd)
+            for fd in passed:
+                os.close(fd)
         records: dict[int, dict] = {}
         error = None
         deadline = time.monotonic() + self.limits.program_wall_s + HOST_GRACE_S
         stop_early = False
+        reader = RecordReader(self.limits.output_bytes + RECORD_SLACK_BYTES)
         try:
             _write_all_then_close(proc, payload)
-            buf = b""
             stderr_chunks: list[bytes] = []
             fds = {res_r: "res", proc.stderr.fileno(): "err"}
             while fds:
@@ -201,18 +315,21 @@ class LocalExecutor:
                         if sum(map(len, stderr_chunks)) < 65536:
                             stderr_chunks.append(chunk)
                         continue
-                    buf += chunk
-                    *lines, buf = buf.split(b"\n")
-                    for line in lines:
+                    for rec in reader.feed(chunk):
                         if stop_early:
                             break  # records after the first failure count as skipped
-                        rec = json.loads(line)
                         idx = rec.get("i")
                         if not isinstance(idx, int) or idx in records or not 0 <= idx < n_tests:
                             raise RuntimeError(f"sandbox protocol violation (record {idx!r})")
                         records[idx] = rec
-                        if failed is not None and failed(idx, rec):
-                            stop_early = True
+                        if failed is not None:
+                            if failed(idx, rec):
+                                stop_early = True
+                            elif ctl_w is not None:
+                                try:
+                                    os.write(ctl_w, b"c")  # the runner may start the next test
+                                except OSError:
+                                    pass
                 if len(records) == n_tests:
                     break  # all in: no need to wait for the sandbox to wind down
                 if stop_early:
@@ -224,13 +341,24 @@ class LocalExecutor:
                     f" (exit {proc_rc}): {err_text[-2000:]}" if err_text or proc_rc else ""
                 )
         finally:
+            if ctl_w is not None:
+                os.close(ctl_w)  # end of input: a runner waiting for the word stops
             _kill(proc)
             os.close(res_r)
-        return records, error
+            if cgroup is not None:
+                cgroup.remove()
+        stats = {"result_bytes": reader.bytes_read, "host_bytes_copied": reader.bytes_copied,
+                 "parallel_tests": job["parallel"], "cgroup": cgroup is not None}
+        return records, error, stats
 
     def _judge(
         self, tests: TestCases, records: dict[int, dict], error: str | None, opts: ExecOptions, fn_name: str | None
     ) -> ExecutionResult:
+        over_cap = (error is not None and "budget" in error) or any(r.get("budget") for r in records.values())
+        if over_cap and opts.profile == "paper":
+            # The original: past the program cap the whole program is one failing entry.
+            reason = feedback_program_timeout(self.limits.program_wall_s)
+            return ExecutionResult.failure(1, reason, Status.TIMEOUT)
         passing, fb, status, walls, cpus = [], [], [], [], []
         for i, (inp, expected) in enumerate(zip(tests.inputs, tests.outputs)):
             rec = records.get(i)
@@ -269,9 +397,16 @@ class LocalExecutor:
     def _judge_one(
         self, inp: str, expected: str, rec: dict, opts: ExecOptions, fn_name: str | None
     ) -> tuple[bool, Status, str]:
-        stdout = rec.get("stdout", "").encode("latin-1").decode("utf-8", "replace")
+        stdout = bytes(rec.get("stdout") or b"").decode("utf-8", "replace")
         stderr = rec.get("stderr", "")
-        shown_output = rec.get("ret", "") if fn_name else stdout
+        ret = bytes(rec.get("ret") or b"").decode("utf-8", "replace")
+        shown_output = ret if fn_name else stdout
+        if rec.get("oom"):  # the test's cgroup killed a process for memory: that decides
+            limit_mib = self.limits.memory_bytes / (1 << 20)
+            return False, Status.MEMORY_LIMIT, feedback.test_feedback(
+                inp, shown_output, expected,
+                error=(stderr + "\n" if stderr else "") + f"MemoryError: the test used more than {limit_mib:g} MiB",
+            )
         if rec.get("skipped") or rec.get("timeout"):
             return False, Status.TIMEOUT, feedback.test_feedback(inp, shown_output, expected, timed_out_after=self.limits.test_wall_s)
         exit_code = rec.get("exit")
@@ -293,7 +428,6 @@ class LocalExecutor:
             st = Status.MEMORY_LIMIT if any(tail.startswith(m) for m in MEMORY_ERROR_MARKERS) else Status.RUNTIME_ERROR
             return False, st, feedback.test_feedback(inp, shown_output, expected, error=err)
         if fn_name:
-            ret = rec.get("ret")
             if not ret:
                 return False, Status.RUNTIME_ERROR, feedback.test_feedback(inp, "", expected, error=stderr or "no return value")
             try:
@@ -308,6 +442,11 @@ class LocalExecutor:
         else:
             ok = compare.outputs_match_exact(stdout, expected, opts.profile)
         return ok, (Status.PASSED if ok else Status.WRONG_ANSWER), feedback.test_feedback(inp, shown_output, expected)
+
+
+def feedback_program_timeout(cap_s: float) -> str:
+    """The one failing entry of a program that ran past its cap (profile ``paper``)."""
+    return f"TimeoutError: the program's tests took longer than {cap_s:g} seconds in all"
 
 
 def _write_all_then_close(proc: subprocess.Popen, payload: bytes) -> None:

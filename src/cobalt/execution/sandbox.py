@@ -38,6 +38,8 @@ from pathlib import Path
 
 RUNNER_SOURCE = Path(__file__).with_name("_runner.py")
 RUNNER_IN_SANDBOX = "/cobalt/runner.py"
+CGROUP_IN_SANDBOX = "/cobalt/cg"
+"""Where a sandbox's own cgroup directories appear inside it (one folder per controller)."""
 SANDBOX_UID = 65534
 # Fresh uids for root mode are drawn from this range (no such users exist).
 UID_RANGE = (1 << 21, 1 << 30)
@@ -221,10 +223,14 @@ def seccomp_fd() -> int | None:
 
 
 def bwrap_argv(
-    *, tmpfs_bytes: int, allow_packages: bool, as_root: bool | None = None, seccomp_fd: int | None = None
+    *, tmpfs_bytes: int, allow_packages: bool, as_root: bool | None = None, seccomp_fd: int | None = None,
+    cgroup_dirs: dict[str, int] | None = None, tmp_dir: str | None = None,
 ) -> list[str]:
     """The full command line: bubblewrap options, then the runner under ``python -S``.
-    ``seccomp_fd``: a descriptor from :func:`seccomp_fd`, inherited by bwrap."""
+    ``seccomp_fd``: a descriptor from :func:`seccomp_fd`, inherited by bwrap.
+    ``cgroup_dirs``: controller -> an open descriptor (inherited by bwrap) of the host
+    directory of the sandbox's own cgroup, bound writable at ``CGROUP_IN_SANDBOX/<controller>``. ``tmp_dir``: a host-made tmpfs
+    (with an inode limit) to bind at /tmp instead of bwrap's own tmpfs."""
     py = python_install()
     as_root = _is_root() if as_root is None else as_root
     bwrap = shutil.which("bwrap") or "bwrap"
@@ -251,11 +257,20 @@ def bwrap_argv(
             if os.path.isdir(path):
                 args += ["--tmpfs", path, "--remount-ro", path]
     args += ["--perms", "0755", "--dir", "/cobalt", "--ro-bind", str(RUNNER_SOURCE), RUNNER_IN_SANDBOX]
+    if cgroup_dirs:
+        # Bound from descriptors: bwrap's command line (visible inside as pid 1) names
+        # no host path of the cgroup.
+        args += ["--perms", "0755", "--dir", CGROUP_IN_SANDBOX]
+        for ctl, dir_fd in cgroup_dirs.items():
+            args += ["--bind-fd", str(int(dir_fd)), f"{CGROUP_IN_SANDBOX}/{ctl}"]
     args += ["--proc", "/proc", "--perms", "0755", "--dir", "/dev"]
     for dev in ("null", "zero", "random", "urandom"):
         args += ["--dev-bind", f"/dev/{dev}", f"/dev/{dev}"]
     args += ["--symlink", "/proc/self/fd", "/dev/fd"]
-    args += ["--perms", "1777", "--size", str(int(tmpfs_bytes)), "--tmpfs", "/tmp"]
+    if tmp_dir:
+        args += ["--bind", tmp_dir, "/tmp"]
+    else:
+        args += ["--perms", "1777", "--size", str(int(tmpfs_bytes)), "--tmpfs", "/tmp"]
     if as_root:
         args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:

@@ -1,0 +1,267 @@
+"""Per-sandbox cgroups: all processes of a test together within its memory and process limits.
+
+RLIMIT_AS bounds one process's address space, but not memfd or shared-memory
+pages, files in the sandbox's tmpfs, or the sum over the processes of a test.
+Where the host lets this process manage cgroups, each sandbox gets a cgroup of
+its own, created under this process's OWN cgroup (read from
+``/proc/self/cgroup``; never at the root of a hierarchy):
+
+- cgroup v1 as root: the ``memory`` and ``pids`` hierarchies, each where this
+  process's cgroup is not the hierarchy root and the directory is writable;
+- cgroup v2: the unified hierarchy, where this process's cgroup is a delegated
+  subtree that already enables ``memory`` (and ``pids``) for its children.
+
+The sandbox's cgroup bounds the whole sandbox (``test_parallelism`` tests plus
+the tmpfs and the runner); its directory is owned by the sandbox's uid and bound
+into the sandbox, where the runner makes one child cgroup per test with the
+per-test limits (``Limits.memory_bytes``, ``Limits.max_processes``). The limit
+files of the sandbox's own cgroup stay root's. The cgroup is removed with the
+sandbox. Where no cgroup is writable, the resource limits alone apply and one
+warning line says so.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+CONTROLLERS = ("memory", "pids")
+RUNNER_OVERHEAD_BYTES = 256 << 20
+"""Memory of a sandbox beyond its tests' limits and its tmpfs: the runner and bwrap."""
+TEST_SLACK_BYTES = 64 << 20
+"""A test's cgroup allows its memory limit plus this much, so that one process meets its
+own RLIMIT_AS first (a plain MemoryError, as without cgroups) and the cgroup catches
+what RLIMIT_AS cannot see: several processes, memfd, shared memory and tmpfs pages."""
+_SEQ = itertools.count()
+
+
+def _own_cgroups() -> dict[str, str]:
+    """controller (or '' for v2) -> this process's cgroup path, from /proc/self/cgroup."""
+    out: dict[str, str] = {}
+    try:
+        text = Path("/proc/self/cgroup").read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        _hid, controllers, path = line.split(":", 2)
+        if controllers == "":
+            out[""] = path
+        for c in controllers.split(","):
+            if c in CONTROLLERS:
+                out[c] = path
+    return out
+
+
+def _mounts() -> dict[str, str]:
+    """controller (or '' for v2) -> mount point of its hierarchy, from /proc/self/mountinfo."""
+    out: dict[str, str] = {}
+    try:
+        text = Path("/proc/self/mountinfo").read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        left, _, right = line.partition(" - ")
+        fields, rfields = left.split(), right.split()
+        if len(fields) < 5 or len(rfields) < 3:
+            continue
+        mount_point, fstype, options = fields[4], rfields[0], rfields[2].split(",")
+        if fstype == "cgroup2":
+            out.setdefault("", mount_point)
+        elif fstype == "cgroup":
+            for c in CONTROLLERS:
+                if c in options:
+                    out.setdefault(c, mount_point)
+    return out
+
+
+@dataclass
+class SandboxCgroup:
+    """The cgroup directories of one sandbox (controller -> host path)."""
+
+    version: int
+    dirs: dict[str, str]
+
+    def remove(self) -> None:
+        """Remove the test cgroups the runner left and the sandbox's own (processes
+        gone first); retried in a background thread while the kernel still holds them."""
+        if not self._try_remove():
+            threading.Thread(target=self._remove_later, name="cobalt-cgroup-rm", daemon=True).start()
+
+    def _try_remove(self) -> bool:
+        ok = True
+        for path in self.dirs.values():
+            if not os.path.isdir(path):
+                continue
+            for child in sorted(Path(path).iterdir()):
+                if child.is_dir():
+                    _kill_procs(str(child))
+                    try:
+                        os.rmdir(child)
+                    except OSError:
+                        ok = False
+            _kill_procs(path)
+            try:
+                os.rmdir(path)
+            except OSError:
+                ok = False
+        return ok
+
+    def _remove_later(self) -> None:
+        for _ in range(100):
+            time.sleep(0.05)
+            if self._try_remove():
+                return
+        log.warning("cobalt: could not remove the sandbox cgroups %s", list(self.dirs.values()))
+
+
+def _kill_procs(path: str) -> None:
+    import signal
+
+    for _ in range(20):
+        try:
+            pids = [int(x) for x in Path(path, "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            return
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.005)
+
+
+def _write(path: str, value: str) -> None:
+    with open(path, "w") as fh:
+        fh.write(value)
+
+
+class CgroupManager:
+    """Finds where this process may create cgroups and makes one per sandbox."""
+
+    def __init__(self, version: int, bases: dict[str, str]):
+        self.version = version
+        self.bases = bases
+        """controller -> the host directory of this process's own cgroup in it."""
+
+    @classmethod
+    def detect(cls) -> "CgroupManager | None":
+        """A manager when some controller is usable here, else None (see :func:`describe`)."""
+        found = _detect()
+        return cls(*found) if found else None
+
+    def create(self, uid: int | None, limits, parallel: int) -> SandboxCgroup | None:
+        """One cgroup per controller for a new sandbox, owned by ``uid``; None on failure."""
+        name = f"cobalt-{os.getpid()}-{next(_SEQ)}"
+        dirs: dict[str, str] = {}
+        try:
+            for ctl, base in self.bases.items():
+                path = os.path.join(base, name)
+                os.mkdir(path)
+                dirs[ctl] = path
+                if ctl in ("memory", "unified"):
+                    total = (int(limits.memory_bytes) + TEST_SLACK_BYTES) * max(1, parallel) + int(limits.tmpfs_bytes) + RUNNER_OVERHEAD_BYTES
+                    if self.version == 2:
+                        _write(os.path.join(path, "memory.max"), str(total))
+                        if os.path.exists(os.path.join(path, "memory.swap.max")):
+                            _write(os.path.join(path, "memory.swap.max"), "0")
+                    else:
+                        _write(os.path.join(path, "memory.limit_in_bytes"), str(total))
+                        memsw = os.path.join(path, "memory.memsw.limit_in_bytes")
+                        if os.path.exists(memsw):
+                            _write(memsw, str(total))
+                if ctl in ("pids", "unified") and os.path.exists(os.path.join(path, "pids.max")):
+                    _write(os.path.join(path, "pids.max"), str(int(limits.max_processes) * max(1, parallel) + 8))
+                if uid is not None:
+                    # The runner (this uid) makes the per-test cgroups inside; the sandbox's
+                    # own limit files stay root's.
+                    os.chown(path, uid, uid)
+                    if self.version == 2:
+                        for f in ("cgroup.procs", "cgroup.subtree_control"):
+                            if os.path.exists(os.path.join(path, f)):
+                                os.chown(os.path.join(path, f), uid, uid)
+        except OSError as exc:
+            log.debug("cgroup creation failed: %s", exc)
+            SandboxCgroup(self.version, dirs).remove()
+            return None
+        if self.version == 2:
+            try:
+                _write(os.path.join(dirs["unified"], "cgroup.subtree_control"),
+                       " ".join("+" + c for c in CONTROLLERS if c in _read(os.path.join(dirs["unified"], "cgroup.controllers"))))
+            except (OSError, KeyError):
+                pass
+        return SandboxCgroup(self.version, dirs)
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def _usable(path: str) -> bool:
+    if not os.path.isdir(path) or not os.access(path, os.W_OK):
+        return False
+    probe = os.path.join(path, f"cobalt-probe-{os.getpid()}-{next(_SEQ)}")
+    try:
+        os.mkdir(probe)
+    except OSError:
+        return False
+    try:
+        os.rmdir(probe)
+    except OSError:
+        pass
+    return True
+
+
+def _detect() -> tuple[int, dict[str, str]] | None:
+    own, mounts = _own_cgroups(), _mounts()
+    bases: dict[str, str] = {}
+    for ctl in CONTROLLERS:
+        if ctl in own and ctl in mounts and own[ctl] not in ("", "/"):
+            path = mounts[ctl] + own[ctl]
+            if _usable(path):
+                bases[ctl] = path
+    if "memory" in bases:
+        return 1, bases
+    if "" in own and "" in mounts and own[""] not in ("", "/"):
+        path = mounts[""] + own[""]
+        enabled = _read(os.path.join(path, "cgroup.subtree_control")).split()
+        if "memory" in enabled and _usable(path):
+            return 2, {"unified": path}
+    return None
+
+
+_DETECTED: list = []
+_LOCK = threading.Lock()
+
+
+def manager() -> CgroupManager | None:
+    """The process-wide manager (detected once); warns once when none is usable."""
+    with _LOCK:
+        if not _DETECTED:
+            mgr = CgroupManager.detect()
+            _DETECTED.append(mgr)
+            if mgr is None:
+                log.warning(
+                    "cobalt: no writable cgroup under this process's own cgroup: memory is bounded per "
+                    "process (RLIMIT_AS) only, not per test (see docs/SECURITY.md)"
+                )
+        return _DETECTED[0]
+
+
+def describe() -> str:
+    """One line saying which cgroup controllers sandboxes get here."""
+    mgr = manager()
+    if mgr is None:
+        return "cgroups: none writable under this process's own cgroup (per-process limits only)"
+    ctls = ", ".join(c if c != "unified" else "memory+pids (unified)" for c in mgr.bases)
+    return f"cgroups v{mgr.version}: {ctls} per sandbox and per test, under {', '.join(mgr.bases.values())}"
