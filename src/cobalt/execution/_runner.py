@@ -19,6 +19,7 @@ import _signal as signal
 import builtins
 import io
 import marshal
+import mmap as _mmap
 import os
 import resource
 import select
@@ -381,7 +382,8 @@ def _child(job, code_obj, g, i, in_fd, out_w, err_w, ret_w, cgroups=()):
         fn_name = job.get("fn_name")
         # Room to report a MemoryError: freed before the traceback is formatted, so that
         # the imports and text of the report fit under the address-space limit.
-        reserve = bytearray(ERROR_RESERVE_BYTES)
+        # An untouched anonymous mapping: address space only, no page is touched.
+        reserve = _mmap.mmap(-1, ERROR_RESERVE_BYTES)
         try:
             exec(code_obj, g)
             if fn_name:
@@ -397,7 +399,7 @@ def _child(job, code_obj, g, i, in_fd, out_w, err_w, ret_w, cgroups=()):
                 sys.stderr.write(str(code) + "\n")
                 status = 1
         except BaseException as exc:  # the program's own error: report it like python does
-            del reserve
+            reserve.close()
             try:
                 sys.stdout.flush()
             except BaseException:
