@@ -38,25 +38,35 @@ else:
 """
 
 
+SPLIT_WORDS_STDIN = """import json, sys
+lines = sys.stdin.read().split("\\n")
+words, separator = json.loads(lines[0]), json.loads(lines[1])
+print(json.dumps([piece for word in words for piece in word.split(separator) if piece]))
+"""
+
+
 def source_tests(index: int) -> list[dict]:
     items = json.loads(SOURCE.read_text(encoding="utf-8"))
     tests = items[index]["tests"]
     return ast.literal_eval(tests) if isinstance(tests, str) else tests
 
 
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory):
+@pytest.fixture(scope="module", params=["paper", "cobalt"])
+def prepared(request, tmp_path_factory):
     out = tmp_path_factory.mktemp("lcb") / "lcb.jsonl"
-    rc = cli_main(["preproc-lcb", "--input", str(FIXTURE), "--output", str(out), "--no-progress"])
+    rc = cli_main(["preproc-lcb", "--input", str(FIXTURE), "--output", str(out), "--no-progress",
+                   "--profile", request.param])
     assert rc == 0
-    return out, {r["id"]: r for r in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
+    return out, {r["id"]: r for r in map(json.loads, out.read_text(encoding="utf-8").splitlines())}, request.param
 
 
 def test_good_records_kept_and_bad_ones_reported(prepared):
-    out, records = prepared
+    out, records, profile = prepared
     assert list(records) == ["lcb-19", "lcb-63", "lcb-71", "lcb-190", "lcb-192", "lcb-193"]
     summary = json.loads(out.with_name(out.name + ".summary.json").read_text())
     assert summary["kept"] == 6 and summary["total"] == 9 and summary["bad_records"] == 3
+    assert summary["profile"] == profile
+    assert summary["config"]["functional"] == {"paper": "stdin", "cobalt": "call"}[profile]
     errors = summary["errors"]
     assert any(e.endswith(":7: field 'question_content': missing") for e in errors)
     assert any(":8: field 'private_test_cases': cannot decode: not base64" in e for e in errors)
@@ -65,7 +75,7 @@ def test_good_records_kept_and_bad_ones_reported(prepared):
 
 @pytest.mark.parametrize("index", [19, 63, 71, 190, 192, 193])
 def test_decoded_hidden_tests_are_the_original_tests(prepared, index):
-    _, records = prepared
+    _, records, profile = prepared
     rec = records[f"lcb-{index}"]
     original = source_tests(index)
     public, hidden, tests = (json.loads(rec[k]) for k in ("public_test_cases", "hidden_test_cases", "test_cases"))
@@ -74,48 +84,66 @@ def test_decoded_hidden_tests_are_the_original_tests(prepared, index):
     assert hidden["outputs"] == [t["output"] for t in original[1:]]
     assert tests["inputs"] == public["inputs"] + hidden["inputs"]
     functional = original[0]["testtype"] == "functional"
-    assert ("fn_name" in tests) is functional
+    # paper: functional problems run as stdin tests (no function name), as in the original
+    assert ("fn_name" in tests) is (functional and profile == "cobalt")
 
 
 def test_instruction_is_the_template_with_the_statement_cut_before_examples(prepared):
-    _, records = prepared
+    _, records, profile = prepared
     for rec in records.values():
         assert "Example 1" not in rec["instruction"] and "Sample Input 1" not in rec["instruction"]
         assert rec["instruction"] == prompts.problem_prompt(rec["question"])
-    assert records["lcb-190"]["question"].endswith("the overall winner is the one who reached that number of wins "
-                                                   "first.\nFind the overall winner: Takahashi or Aoki.\n\nInput\n\n"
-                                                   "The input is given from Standard Input in the following format:\n"
-                                                   "N\nS\n\nOutput\n\nIf the overall winner is Takahashi, print T; "
-                                                   "if it is Aoki, print A.\n\nConstraints\n\n\n- 1\\leq N \\leq 100\n"
-                                                   "- N is an integer.\n- S is a string of length N consisting of T and A.")
-    assert "splitWordsBySeparator" in records["lcb-63"]["instruction"]
+    tail = ("the overall winner is the one who reached that number of wins first.\nFind the overall winner: "
+            "Takahashi or Aoki.\n\nInput\n\nThe input is given from Standard Input in the following format:\n"
+            "N\nS\n\nOutput\n\nIf the overall winner is Takahashi, print T; if it is Aoki, print A.\n\n"
+            "Constraints\n\n\n- 1\\leq N \\leq 100\n- N is an integer.\n- S is a string of length N consisting of "
+            "T and A.")
+    if profile == "paper":
+        # the text before "\nSample Input 1\n\n" / "\nExample 1:\n\n", kept as it is
+        # the statement's own Windows line ends are kept too
+        question = records["lcb-190"]["question"]
+        assert question.startswith("Takahashi and Aoki played N games.\r\nYou are given")
+        assert question.replace("\r\n", "\n").endswith(tail + "\n") and question.endswith("T and A.\n")
+        assert records["lcb-19"]["question"].endswith("containing each number exactly once.\n ")
+        assert "splitWordsBySeparator" not in records["lcb-63"]["instruction"]  # no starter code
+    else:
+        assert records["lcb-190"]["question"].endswith(tail) and "\r" not in records["lcb-190"]["question"]
+        assert "containing each number exactly once.\n\nYour program is judged" in records["lcb-19"]["question"]
+        assert "splitWordsBySeparator" in records["lcb-63"]["instruction"]
 
 
-def test_starter_code_can_be_omitted(tmp_path):
-    out = tmp_path / "o.jsonl"
-    lcb.prepare_file(str(FIXTURE), out, with_starter=False, progress=False)
-    rec = json.loads(out.read_text().splitlines()[1])
-    assert rec["id"] == "lcb-63" and "class Solution" not in rec["instruction"]
+def test_starter_code_flag_overrides_the_profile(tmp_path):
+    for profile, flag, shown in (("paper", "append", True), ("cobalt", "omit", False)):
+        out = tmp_path / f"{profile}.jsonl"
+        assert cli_main(["preproc-lcb", "--input", str(FIXTURE), "--output", str(out), "--no-progress",
+                         "--profile", profile, "--starter-code", flag]) == 0
+        rec = json.loads(out.read_text().splitlines()[1])
+        assert rec["id"] == "lcb-63" and ("class Solution" in rec["instruction"]) is shown
 
 
 def test_functional_and_stdin_tests_run_in_the_sandbox(prepared):
-    _, records = prepared
+    _, records, profile = prepared
     client = EvaluatorClient.embedded(max_concurrency=4)
+    # paper: the functional problem is a stdin problem (a program must read the JSON lines itself)
+    good_split = SPLIT_WORDS if profile == "cobalt" else SPLIT_WORDS_STDIN
+    other_split = SPLIT_WORDS_STDIN if profile == "cobalt" else SPLIT_WORDS
     jobs = [
-        (SPLIT_WORDS, records["lcb-63"]["test_cases"]),
+        (good_split, records["lcb-63"]["test_cases"]),
         (WINNER, records["lcb-190"]["test_cases"]),
-        (SPLIT_WORDS.replace("if piece", ""), records["lcb-63"]["test_cases"]),
+        (good_split.replace("if piece", ""), records["lcb-63"]["test_cases"]),
         ("print('T')", records["lcb-190"]["test_cases"]),
+        (other_split, records["lcb-63"]["test_cases"]),
     ]
-    good_call, good_stdin, bad_call, bad_stdin = asyncio.run(client.evaluate_many(jobs))
+    good_call, good_stdin, bad_call, bad_stdin, other = asyncio.run(client.evaluate_many(jobs))
     assert good_call.all_passed and good_stdin.all_passed
     assert not bad_call.all_passed and not bad_stdin.all_passed
+    assert not other.all_passed  # the other profile's form of the program does not fit
 
 
 def test_rerun_resumes_without_duplicates(prepared):
-    out, _ = prepared
+    out, _, profile = prepared
     before = out.read_text(encoding="utf-8")
-    summary = lcb.prepare_file(str(FIXTURE), out, progress=False)
+    summary = lcb.prepare_file(str(FIXTURE), out, progress=False, profile=profile)
     assert out.read_text(encoding="utf-8") == before
     assert summary.kept == 6
 
@@ -161,23 +189,32 @@ def test_encoding_round_trip_and_size_cap():
 
 
 @pytest.mark.parametrize(
-    "text, expected",
+    "text, paper, cobalt",
     [
-        ("Do X.\n\nExample 1:\nInput: 1", "Do X."),
-        ("Read N.\r\n\r\nSample Input 1\r\n\r\n3", "Read N."),
-        ("A\n\nSample Input 1\n\nExample 1:", "A"),
-        ("No examples here.\n", "No examples here."),
+        ("Do X.\n\nExample 1:\n\nInput: 1", "Do X.\n", "Do X."),
+        ("Do X.\n \nExample 1:\n\nInput: 1", "Do X.\n ", "Do X."),
+        ("Do X.\n\nExample 1:\nInput: 1", "Do X.\n\nExample 1:\nInput: 1", "Do X."),  # one newline: no paper cut
+        ("Do X. Example 1:\n\nInput: 1", "Do X. Example 1:\n\nInput: 1", "Do X."),  # not at a line start
+        ("Read N.\n\nSample Input 1\n\n3", "Read N.\n", "Read N."),
+        ("Read N.\r\n\r\nSample Input 1\r\n\r\n3", "Read N.\r\n\r\nSample Input 1\r\n\r\n3", "Read N."),
+        # paper tries "Example 1:" first even when "Sample Input 1" comes earlier
+        ("A\nSample Input 1\n\nB\nExample 1:\n\nC", "A\nSample Input 1\n\nB", "A"),
+        ("A\n\nSample Input 1\n\nExample 1:", "A\n", "A"),
+        ("No examples here.\n", "No examples here.\n", "No examples here."),
     ],
 )
-def test_cut_statement(text, expected):
-    assert lcb.cut_statement(text) == expected
+def test_cut_statement_per_profile(text, paper, cobalt):
+    assert lcb.cut_statement(text) == paper
+    assert lcb.cut_statement(text, profile="paper") == paper
+    assert lcb.cut_statement(text, profile="cobalt") == cobalt
 
 
 def test_help_lists_flags(capsys):
     with pytest.raises(SystemExit):
         cli_main(["preproc-lcb", "--help"])
     text = capsys.readouterr().out
-    for flag in ("--input", "--hub-file", "--output", "--starter-code", "--template-dir", "--max-decoded-mb"):
+    for flag in ("--input", "--hub-file", "--output", "--starter-code", "--functional", "--template-dir",
+                 "--max-decoded-mb", "--profile"):
         assert flag in text
 
 
