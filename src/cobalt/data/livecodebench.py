@@ -18,9 +18,10 @@ in the instruction template. Two rules depend on ``--profile``:
   compared), and the starter code is appended to the statement.
 
 Unpickling downloaded data can run arbitrary code. The private tests are
-therefore read with :class:`StringOnlyUnpickler`, which refuses every global
-(so no callable can be reached, and nothing runs) and accepts only a plain
-string as the result. It does not defend against a huge payload beyond the
+therefore checked opcode by opcode first (only the opcodes of a plain string
+pass, see :func:`check_string_opcodes`), then read with
+:class:`StringOnlyUnpickler`, which refuses every global (so no callable can be
+reached, and nothing runs) and accepts only a plain string as the result. It does not defend against a huge payload beyond the
 ``--max-decoded-mb`` cap on the decompressed size.
 
 Output (appended per record, resumable by id): id, instruction, question,
@@ -75,8 +76,39 @@ class StringOnlyUnpickler(pickle.Unpickler):
         raise UnsafePickleError("refusing a persistent id: only plain strings are accepted")
 
 
+STRING_OPCODES = frozenset({
+    "PROTO", "FRAME", "STOP", "MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT",
+    "UNICODE", "SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8",
+})
+"""The only pickle opcodes that a pickled plain ``str`` needs."""
+
+
+def check_string_opcodes(data: bytes) -> None:
+    """Refuse a pickle that uses any opcode beyond :data:`STRING_OPCODES`, before anything is loaded.
+
+    The unpickler's ``find_class`` refusal alone is not enough: the EXT1/EXT2/EXT4
+    opcodes fetch callables from ``copyreg``'s extension cache without calling
+    ``find_class`` once some earlier load has filled that cache.
+    """
+    import pickletools
+
+    try:
+        for opcode, _arg, pos in pickletools.genops(data):
+            if opcode.name not in STRING_OPCODES:
+                raise UnsafePickleError(
+                    f"refusing pickle opcode {opcode.name} at byte {pos}: only plain strings are accepted")
+    except UnsafePickleError:
+        raise
+    except Exception as exc:  # a truncated or garbled pickle
+        raise ValueError(f"not a valid pickle: {type(exc).__name__}: {exc}") from None
+
+
 def safe_unpickle_string(data: bytes) -> str:
-    """Unpickle ``data`` that must hold one plain ``str``; nothing else is loaded or run."""
+    """Unpickle ``data`` that must hold one plain ``str``; nothing else is loaded or run.
+
+    Two guards: the opcodes are checked first (:func:`check_string_opcodes`), and the
+    unpickler refuses every global and persistent id."""
+    check_string_opcodes(data)
     value = StringOnlyUnpickler(io.BytesIO(data)).load()
     if not isinstance(value, str):
         raise UnsafePickleError(f"expected a pickled string, got {type(value).__name__}")

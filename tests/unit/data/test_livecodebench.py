@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import base64
+import io
 import json
 import os
 import pickle
@@ -165,7 +166,7 @@ def test_malicious_pickle_runs_nothing(tmp_path, protocol):
     assert marker.exists()
     marker.unlink()
     blob = base64.b64encode(zlib.compress(payload)).decode()
-    with pytest.raises(lcb.UnsafePickleError, match="refusing to load"):
+    with pytest.raises(lcb.UnsafePickleError, match="refusing"):
         lcb.decode_private_tests(blob)
     record = json.loads(FIXTURE.read_text().splitlines()[0])
     record["private_test_cases"] = blob
@@ -174,10 +175,118 @@ def test_malicious_pickle_runs_nothing(tmp_path, protocol):
     assert not marker.exists()
 
 
+def _hostile_pickles(marker: Path) -> dict[str, bytes]:
+    """Pickles written by hand, opcode by opcode; each one, loaded by a plain unpickler,
+    creates ``marker`` (a file) and so proves that it runs code."""
+    m = str(marker)
+    py_touch = f"open({m!r}, 'w').close()"
+    sh_touch = f"touch {m}"
+
+    class ViaReduce:
+        def __reduce__(self):
+            return (exec, (py_touch,))
+
+    class ViaPartial:
+        def __reduce__(self):
+            import functools
+
+            return (functools.partial(os.system, sh_touch), ())
+
+    return {
+        "builtins.exec": b"cbuiltins\nexec\n(V" + py_touch.encode() + b"\ntR.",
+        "builtins.eval": b"cbuiltins\neval\n(V" + f"__import__('os').system({sh_touch!r})".encode() + b"\ntR.",
+        "getattr chain": (b"cbuiltins\ngetattr\n(cbuiltins\n__import__\n(Vos\ntRVsystem\ntR(V"
+                          + sh_touch.encode() + b"\ntR."),
+        "os.system": b"cos\nsystem\n(V" + sh_touch.encode() + b"\ntR.",
+        "posix.system": b"cposix\nsystem\n(V" + sh_touch.encode() + b"\ntR.",
+        "INST opcode": b"(V" + sh_touch.encode() + b"\nios\nsystem\n.",
+        "OBJ opcode": b"(cos\nsystem\nV" + sh_touch.encode() + b"\no.",
+        "exec in a list": b"(lp0\ncbuiltins\nexec\n(V" + py_touch.encode() + b"\ntRa.",
+        "__reduce__ protocol 2": pickle.dumps(ViaReduce(), protocol=2),
+        "__reduce__ protocol 5 (STACK_GLOBAL)": pickle.dumps(ViaReduce(), protocol=5),
+        "functools.partial": pickle.dumps(ViaPartial(), protocol=2),
+        # str is the one type allowed as a result; reaching a callable through it still needs a global
+        "str.format through getattr": (b"cbuiltins\ngetattr\n(cbuiltins\nstr\nVformat\ntR(Vx\ntR"
+                                       b"0cbuiltins\nexec\n(V" + py_touch.encode() + b"\ntR."),
+    }
+
+
+def test_hostile_pickles_run_nothing(tmp_path):
+    payloads = _hostile_pickles(tmp_path / "pwned")
+    for name, payload in payloads.items():
+        marker = tmp_path / "pwned"
+        try:  # the payload is real: an ordinary unpickler runs it
+            pickle.loads(payload)
+        except Exception:  # noqa: BLE001 - some return values are not picklable results; the side effect counts
+            pass
+        assert marker.exists(), name
+        marker.unlink()
+        # each guard on its own: the unpickler refuses the global, the opcode check refuses the pickle
+        with pytest.raises(lcb.UnsafePickleError, match="refusing to load"):
+            lcb.StringOnlyUnpickler(io.BytesIO(payload)).load()
+        assert not marker.exists(), name
+        with pytest.raises(lcb.UnsafePickleError, match="refusing pickle opcode"):
+            lcb.check_string_opcodes(payload)
+        with pytest.raises(lcb.UnsafePickleError, match="refusing"):
+            lcb.safe_unpickle_string(payload)
+        assert not marker.exists(), name
+        blob = base64.b64encode(zlib.compress(payload)).decode()
+        with pytest.raises(lcb.UnsafePickleError):
+            lcb.decode_private_tests(blob)
+        assert not marker.exists(), name
+
+
+def test_refusal_happens_before_any_global_is_resolved(tmp_path, monkeypatch):
+    # even a harmless global of an allowed-looking module is refused: the unpickler knows no globals
+    for payload in (b"cbuiltins\nstr\n(V1\ntR.", b"ccopyreg\n_reconstructor\n.", b"c__builtin__\nlen\n."):
+        with pytest.raises(lcb.UnsafePickleError, match="refusing to load"):
+            lcb.StringOnlyUnpickler(io.BytesIO(payload)).load()
+        with pytest.raises(lcb.UnsafePickleError, match="refusing pickle opcode"):
+            lcb.safe_unpickle_string(payload)
+
+
+def test_extension_registry_and_persistent_ids_are_refused(tmp_path):
+    import copyreg
+
+    marker = tmp_path / "pwned"
+    code = 0x7A11
+    copyreg.add_extension("os", "system", code)
+    try:
+        # EXT2 <code> pushes os.system through the registry, then one argument and REDUCE
+        payload = b"\x80\x02\x83" + code.to_bytes(2, "little") + b"X" \
+            + len(f"touch {marker}").to_bytes(4, "little") + f"touch {marker}".encode() + b"\x85R."
+        pickle.loads(payload)  # also fills copyreg's extension cache
+        assert marker.exists()
+        marker.unlink()
+        # with the cache filled, the unpickler would call os.system without asking find_class:
+        # the opcode check is what stops it
+        with pytest.raises(lcb.UnsafePickleError, match="refusing pickle opcode EXT2"):
+            lcb.safe_unpickle_string(payload)
+        assert not marker.exists()
+    finally:
+        copyreg.remove_extension("os", "system", code)
+    for payload in (b"P1\n.", b"\x80\x02K\x01Q."):
+        with pytest.raises(lcb.UnsafePickleError, match="persistent"):
+            lcb.StringOnlyUnpickler(io.BytesIO(payload)).load()
+        with pytest.raises(lcb.UnsafePickleError, match="refusing pickle opcode"):
+            lcb.safe_unpickle_string(payload)
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_plain_strings_pass_both_guards(protocol):
+    text = json.dumps([{"input": "1 2\n", "output": "3", "testtype": "stdin"}]) + "é" * 70000
+    payload = pickle.dumps(text, protocol=protocol)
+    lcb.check_string_opcodes(payload)
+    assert lcb.safe_unpickle_string(payload) == text
+
+
 def test_pickle_of_anything_but_a_string_is_refused():
-    blob = base64.b64encode(zlib.compress(pickle.dumps([{"input": "1", "output": "1"}]))).decode()
-    with pytest.raises(lcb.UnsafePickleError, match="expected a pickled string"):
+    payload = pickle.dumps([{"input": "1", "output": "1"}])
+    blob = base64.b64encode(zlib.compress(payload)).decode()
+    with pytest.raises(lcb.UnsafePickleError, match="refusing pickle opcode"):
         lcb.decode_private_tests(blob)
+    # a list needs no global either, so the unpickler alone would load it: the opcode check refuses it
+    assert lcb.StringOnlyUnpickler(io.BytesIO(payload)).load() == [{"input": "1", "output": "1"}]
 
 
 def test_encoding_round_trip_and_size_cap():
