@@ -50,6 +50,7 @@ async def _main(args: argparse.Namespace) -> int:
     from cobalt.text import extract_code
 
     problems = load_leetcode(args.problems)[: args.limit]
+    profile = getattr(args, "profile", None)  # the command's --profile, where it has one
     client = EvaluatorClient.embedded(
         max_concurrency=args.workers, options=ExecOptions(allow_packages=True), sandbox="none" if args.no_sandbox else "bwrap"
     )
@@ -57,7 +58,7 @@ async def _main(args: argparse.Namespace) -> int:
         "reference, call-based": [(p.reference, p.call_tests()) for p in problems],
         "reference, stdin + driver": [(p.stdin_program(), p.stdin_tests()) for p in problems],
         "model answer, stdin + driver": [
-            (p.stdin_program(extract_code(p.model_response) or ""), p.stdin_tests()) for p in problems
+            (p.stdin_program(extract_code(p.model_response, profile) or ""), p.stdin_tests()) for p in problems
         ],
         "hostile programs": [(code, TestCases(("1\n",), ("1",))) for code in HOSTILE.values()],
     }
@@ -80,7 +81,7 @@ async def _main(args: argparse.Namespace) -> int:
     print("\nhostile programs (all must fail):")
     for (label, _), res in zip(HOSTILE.items(), hostile):
         print(f"  {label:<20} {res.status[0]:<14} {'FAILED as it must' if not res.all_passed else 'PASSED (!)'}")
-    rewards = _model_rewards(problems, all_results["model answer, stdin + driver"])
+    rewards = _model_rewards(problems, all_results["model answer, stdin + driver"], profile)
     if rewards:
         print(f"\nshaped training reward of the {len(rewards)} model answers: mean {sum(rewards) / len(rewards):+.3f}, "
               f"min {min(rewards):+.3f}, max {max(rewards):+.3f} (no </think>: the format penalty applies)")
@@ -94,7 +95,7 @@ async def _main(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def _model_rewards(problems, results) -> list[float]:
+def _model_rewards(problems, results, profile=None) -> list[float]:
     try:
         from cobalt.reward import shaped_reward
     except ImportError:
@@ -103,7 +104,7 @@ def _model_rewards(problems, results) -> list[float]:
 
     out = []
     for p, r in zip(problems, results):
-        has_code = extract_code(p.model_response) is not None
+        has_code = extract_code(p.model_response, profile) is not None
         out.append(shaped_reward(p.model_response, r.pass_rate if has_code else None, 0.0))
     return out
 

@@ -7,20 +7,34 @@ from __future__ import annotations
 
 import re
 
+from cobalt.profile import DEFAULT_PROFILE, Profile, resolve_profile
+
 THINK_END = "</think>"
 
 # A fence line: optional indentation, three or more backticks, an optional info string.
 _FENCE_RE = re.compile(r"^[ \t]*(`{3,})[ \t]*([^\s`]*)[^\n`]*$", re.MULTILINE)
 
+PAPER_CODE_RE = re.compile(r"```(\w*)\n(.*?)```", re.DOTALL)
+"""The original code's extraction rule (METHOD §9): three backticks, an optional
+word-character tag, a newline, then everything lazily up to the next three
+backticks wherever they stand (mid-line too)."""
 
-def fenced_blocks(text: str) -> list[tuple[str, str]]:
+
+def fenced_blocks(text: str, *, inline_close: bool = False) -> list[tuple[str, str]]:
     """Return every fenced block of ``text`` as ``(language, body)``, in order.
 
     A block opens with a line of three or more backticks (optionally followed
-    by a language tag) and closes at the next line made of at least as many
-    backticks. An unclosed final block is not returned.
+    by an info string such as ``python`` or ``c++``) and closes at the next line
+    made of at least as many backticks. An unclosed final block is not
+    returned. With ``inline_close``, a code line that ends with the fence's
+    backticks (``print(1)```)``) also closes the block, when it comes before
+    the next closing fence line.
 
     >>> fenced_blocks("a\\n```python\\nprint(1)\\n```\\nb")
+    [('python', 'print(1)')]
+    >>> fenced_blocks("```c++\\nint x;\\n```")
+    [('c++', 'int x;')]
+    >>> fenced_blocks("```python\\nprint(1)```", inline_close=True)
     [('python', 'print(1)')]
     """
     blocks: list[tuple[str, str]] = []
@@ -32,26 +46,55 @@ def fenced_blocks(text: str) -> list[tuple[str, str]]:
         ticks, lang = open_m.group(1), open_m.group(2)
         close_re = re.compile(r"^[ \t]*" + ticks + r"`*[ \t]*$", re.MULTILINE)
         body_start = open_m.end() + 1
-        close_m = close_re.search(text, body_start) if body_start <= len(text) else None
+        if body_start > len(text):
+            return blocks
+        close_m = close_re.search(text, body_start)
+        if inline_close:
+            tail_m = re.compile(r"(?<!`)" + ticks + r"[ \t]*$", re.MULTILINE).search(text, body_start)
+            if tail_m and (close_m is None or tail_m.start() < close_m.start()):
+                close_m = tail_m
         if not close_m:
             return blocks
-        body = text[body_start:close_m.start()]
+        body, pos = text[body_start:close_m.start()], close_m.end()
         blocks.append((lang.lower(), body.rstrip("\n")))
-        pos = close_m.end()
 
 
-def extract_code(response: str) -> str | None:
-    """The body of the last fenced block in ``response`` (any language tag), or None.
+def extract_code(response: str, profile: "str | Profile | None" = None) -> str | None:
+    """The program in a model response, or None when there is none; the rule depends on ``profile``.
 
-    This is the paper's rule (METHOD §3.6).
+    ``paper`` (the default; the original code, METHOD §9): the last match of
+    :data:`PAPER_CODE_RE` over the whole text, its body returned as matched
+    (trailing newline included). A block closed on the code's own last line
+    counts; a tag with a non-word character (``c++``) or a space before the
+    newline does not match at that fence (the regex may then match from a
+    later fence).
 
+    ``cobalt``: the body of the last fenced block of :func:`fenced_blocks`
+    (fences are whole lines, any info string, a longer fence may contain a
+    shorter one, trailing newlines removed); a block whose closing backticks
+    end its last code line (``print(1)```)``) closes there.
+
+    >>> extract_code("```python\\nprint(1)```")
+    'print(1)'
     >>> extract_code("```\\nx = 1\\n```\\ntext\\n```python\\nprint(2)\\n```")
-    'print(2)'
-    >>> extract_code("no code here") is None
+    'print(2)\\n'
+    >>> extract_code("```c++\\nint x;\\n```") is None
+    True
+    >>> extract_code("```c++\\nint x;\\n```", profile="cobalt")
+    'int x;'
+    >>> extract_code("no code here", profile="cobalt") is None
     True
     """
-    blocks = fenced_blocks(response)
+    if _profile(profile) is Profile.PAPER:
+        matches = PAPER_CODE_RE.findall(response)
+        return matches[-1][1] if matches else None
+    blocks = fenced_blocks(response, inline_close=True)
     return blocks[-1][1] if blocks else None
+
+
+def _profile(value: "str | Profile | None") -> Profile:
+    # None means the default profile; the environment is read only by commands (cobalt.profile).
+    return DEFAULT_PROFILE if value is None else resolve_profile(value)
 
 
 def split_think(response: str) -> tuple[str | None, str]:

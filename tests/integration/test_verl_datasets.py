@@ -55,7 +55,7 @@ def load(path: Path, tmp_path: Path, counter: TokenCounter, max_prompt_length: i
 def test_cobalt_parquet_loads_in_verl(cobalt_data, tmp_path, counter):
     source = [json.loads(line) for line in (cobalt_data / "train.jsonl").read_text().splitlines()]
     train = load(cobalt_data / "verl" / "train.parquet", tmp_path, counter)
-    assert len(train) == len(source) == 34
+    assert len(train) == len(source) == 30  # hand count: tests/unit/data/test_trajectories_cli.py
     for i in range(len(train)):
         row, src = train[i], source[i]
         assert row["data_source"] == "code_taco_verified" and row["ability"] == "code"
@@ -67,7 +67,7 @@ def test_cobalt_parquet_loads_in_verl(cobalt_data, tmp_path, counter):
         assert info["problem_id"] == src["problem_id"] and info["turn"] == src["turn"]
         assert info["prev_best_pass_rate"] == pytest.approx(src["prev_best_pass_rate"])
     val = load(cobalt_data / "verl" / "val.parquet", tmp_path, counter)
-    assert len(val) == 19
+    assert len(val) == 16
     assert all(val[i]["extra_info"]["is_val"] is True and val[i]["extra_info"]["split"] == "val" for i in range(len(val)))
     assert max(val[i]["extra_info"]["turn"] for i in range(len(val))) == 3
 
@@ -113,7 +113,7 @@ def test_single_turn_parquet_loads_in_verl(tmp_path, counter, capsys):
     assert "prompt tokens: mean" in captured.out and "p90" in captured.out
     train = load(out / "train.parquet", tmp_path, counter)
     val = load(out / "val.parquet", tmp_path, counter)
-    assert (len(train), len(val)) == (5, 6)
+    assert (len(train), len(val)) == (6, 7)
     expected = [json.loads(line) for line in lines]
     prompts.clear_cache()
     for i in range(len(val)):

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import cobalt.text
+from cobalt.profile import Profile
 from cobalt.text import answer_for_history, extract_code, fenced_blocks, split_think
 
 LEETCODE = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "leetcode" / "leetcode_problems.jsonl.gz"
@@ -25,6 +26,41 @@ def test_doctests():
     assert result.attempted >= 4 and result.failed == 0
 
 
+# Hand-made cases, one row per situation: (text, paper result, cobalt result). The paper
+# column follows METHOD §9 read by hand: three backticks, an optional \\w tag, a newline,
+# then everything up to the next three backticks wherever they are; the last match wins.
+EXTRACTION_CASES = [
+    pytest.param("```python\nprint(1)\n```", "print(1)\n", "print(1)", id="plain-block"),
+    pytest.param("```python\nprint(1)```", "print(1)", "print(1)", id="issue-closed-on-last-code-line"),
+    pytest.param("```c++\nint x;\n```", None, "int x;", id="issue-c++-tag"),
+    pytest.param("```python \nprint(1)\n```", None, "print(1)", id="space-after-tag"),
+    pytest.param("```\nx = 1\n```", "x = 1\n", "x = 1", id="no-tag"),
+    pytest.param("```Python3\nprint(4)\n```", "print(4)\n", "print(4)", id="tag-with-digit"),
+    pytest.param("```python\na = 1\n```\ntext\n```python\nb = 2\n```", "b = 2\n", "b = 2", id="last-wins"),
+    # the c++ fence does not match, so the regex starts at the c++ block's CLOSING fence
+    pytest.param("```c++\nA\n```\nB\n```python\nC\n```", "B\n", "C", id="regex-starts-at-closing-fence"),
+    pytest.param("````python\nx = '```'\n````", "x = '", "x = '```'", id="four-backtick-fence"),
+    pytest.param("see ```python\nprint(3)\n``` here", "print(3)\n", None, id="fence-mid-line"),
+    pytest.param("```python\nprint(1)", None, None, id="unclosed"),
+    pytest.param("no code here", None, None, id="no-fence"),
+    pytest.param("```python\n```", "", "", id="empty-block"),
+]
+
+
+@pytest.mark.parametrize("text, paper, cobalt", EXTRACTION_CASES)
+def test_extract_code_rule_per_profile(text, paper, cobalt):
+    assert extract_code(text) == paper  # paper is the default
+    assert extract_code(text, "paper") == paper
+    assert extract_code(text, Profile.PAPER) == paper
+    assert extract_code(text, profile="cobalt") == cobalt
+
+
+def test_extract_code_ignores_the_environment(monkeypatch):
+    # library code takes the profile it is given; only commands read $COBALT_PROFILE
+    monkeypatch.setenv("COBALT_PROFILE", "cobalt")
+    assert extract_code("```c++\nint x;\n```") is None
+
+
 def test_extract_code_from_real_answers(rows):
     fenced = [r for r in rows if "```python" in r["response"]]
     assert len(fenced) >= 80
@@ -32,14 +68,18 @@ def test_extract_code_from_real_answers(rows):
         response = row["response"]
         last_open = response.rindex("```python")
         body_start = response.index("\n", last_open) + 1
-        expected = response[body_start:response.index("\n```", body_start)]
-        assert extract_code(response) == expected.rstrip("\n"), row["task_id"]
+        body = response[body_start:response.index("```", body_start)]
+        assert body.endswith("\n"), row["task_id"]  # the real answers close their blocks on a line of their own
+        assert extract_code(response) == body, row["task_id"]
+        assert extract_code(response, "cobalt") == body.rstrip("\n"), row["task_id"]
         compile(extract_code(response), row["task_id"], "exec")  # the model's code is valid Python
 
 
 def test_answers_without_fences_have_no_code(rows):
     plain = [r for r in rows if "```" not in r["response"]]
-    assert plain and all(extract_code(r["response"]) is None for r in plain)
+    assert plain
+    for profile in ("paper", "cobalt"):
+        assert all(extract_code(r["response"], profile) is None for r in plain)
 
 
 @pytest.mark.parametrize(
@@ -51,10 +91,20 @@ def test_answers_without_fences_have_no_code(rows):
         ("```python\nunclosed", []),
         ("  ```python\n  indented\n  ```", [("python", "  indented")]),
         ("```python\n```", [("python", "")]),
+        ("```c++\nint x;\n```", [("c++", "int x;")]),
+        ("```python\nprint(1)```", []),
     ],
 )
 def test_fenced_blocks(text, blocks):
     assert fenced_blocks(text) == blocks
+
+
+def test_fenced_blocks_inline_close():
+    text = "```python\nprint(1)```\nThe program prints one.\n```python\nprint(2)\n```"
+    assert fenced_blocks(text, inline_close=True) == [("python", "print(1)"), ("python", "print(2)")]
+    assert fenced_blocks(text) == [("python", "print(1)```\nThe program prints one.\n```python\nprint(2)")]
+    # a fence line that comes first still closes the block
+    assert fenced_blocks("```python\na\n```\nb```", inline_close=True) == [("python", "a")]
 
 
 def test_split_think_and_history():

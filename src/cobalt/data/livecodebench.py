@@ -2,15 +2,26 @@
 
 For each record: the public tests (a JSON list of ``{input, output, testtype}``)
 and the private ones (base64 -> zlib -> pickle -> JSON) become the public and
-hidden test sets; the statement is cut before its first worked example
-("Example 1:" or "Sample Input 1") and put in the instruction template.
-Functional problems keep their ``fn_name`` (from ``metadata.func_name``) and are
-judged in call-based mode; stdin ones as stdin/stdout programs.
+hidden test sets; the statement is cut before its first worked example and put
+in the instruction template. Two rules depend on ``--profile``:
+
+- the cut (METHOD §9). ``paper``: at the exact marker ``"\nExample 1:\n\n"``,
+  else at ``"\nSample Input 1\n\n"``, else nothing is cut; the text before the
+  marker is kept as it is. ``cobalt``: at the earliest of "Example 1:" and
+  "Sample Input 1" wherever they stand (so a statement whose marker is followed
+  by one newline, or uses Windows line ends, is still cut), line ends
+  normalised and trailing blanks removed;
+- functional problems (``metadata.func_name``). ``paper`` (``--functional stdin``):
+  their tests are plain stdin tests without a function name and the statement
+  gets no starter code, as in the original. ``cobalt`` (``--functional call``):
+  the tests keep ``fn_name`` and are judged call-based (JSON arguments, values
+  compared), and the starter code is appended to the statement.
 
 Unpickling downloaded data can run arbitrary code. The private tests are
-therefore read with :class:`StringOnlyUnpickler`, which refuses every global
-(so no callable can be reached, and nothing runs) and accepts only a plain
-string as the result. It does not defend against a huge payload beyond the
+therefore checked opcode by opcode first (only the opcodes of a plain string
+pass, see :func:`check_string_opcodes`), then read with
+:class:`StringOnlyUnpickler`, which refuses every global (so no callable can be
+reached, and nothing runs) and accepts only a plain string as the result. It does not defend against a huge payload beyond the
 ``--max-decoded-mb`` cap on the decompressed size.
 
 Output (appended per record, resumable by id): id, instruction, question,
@@ -34,12 +45,17 @@ from typing import Any, Iterator, Mapping
 from cobalt.execution.base import TestCases
 from cobalt.io import RecordError, require_field
 from cobalt.data.problems import DropSummary, is_local_source, iter_local_records, tests_json
+from cobalt.profile import Profile, add_profile_argument, profile_from_args, resolve_profile
 
 HUB_NAME = "livecodebench/code_generation_lite"
 HUB_FILE = "test6.jsonl"
 DEFAULT_OUTPUT = "data/livecodebench/lcb_test6.jsonl"
 EXAMPLE_MARKERS = ("Example 1:", "Sample Input 1")
+"""Markers of the first worked example (cobalt: the earliest one, wherever it stands)."""
+PAPER_EXAMPLE_MARKERS = ("\nExample 1:\n\n", "\nSample Input 1\n\n")
+"""The original's exact markers, tried in this order (the first one present wins)."""
 TEST_TYPES = ("stdin", "functional")
+FUNCTIONAL_MODES = ("stdin", "call")
 
 BAD_RECORD = "bad_record"
 UNSUPPORTED_TESTTYPE = "unsupported_testtype"
@@ -60,8 +76,39 @@ class StringOnlyUnpickler(pickle.Unpickler):
         raise UnsafePickleError("refusing a persistent id: only plain strings are accepted")
 
 
+STRING_OPCODES = frozenset({
+    "PROTO", "FRAME", "STOP", "MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT",
+    "UNICODE", "SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8",
+})
+"""The only pickle opcodes that a pickled plain ``str`` needs."""
+
+
+def check_string_opcodes(data: bytes) -> None:
+    """Refuse a pickle that uses any opcode beyond :data:`STRING_OPCODES`, before anything is loaded.
+
+    The unpickler's ``find_class`` refusal alone is not enough: the EXT1/EXT2/EXT4
+    opcodes fetch callables from ``copyreg``'s extension cache without calling
+    ``find_class`` once some earlier load has filled that cache.
+    """
+    import pickletools
+
+    try:
+        for opcode, _arg, pos in pickletools.genops(data):
+            if opcode.name not in STRING_OPCODES:
+                raise UnsafePickleError(
+                    f"refusing pickle opcode {opcode.name} at byte {pos}: only plain strings are accepted")
+    except UnsafePickleError:
+        raise
+    except Exception as exc:  # a truncated or garbled pickle
+        raise ValueError(f"not a valid pickle: {type(exc).__name__}: {exc}") from None
+
+
 def safe_unpickle_string(data: bytes) -> str:
-    """Unpickle ``data`` that must hold one plain ``str``; nothing else is loaded or run."""
+    """Unpickle ``data`` that must hold one plain ``str``; nothing else is loaded or run.
+
+    Two guards: the opcodes are checked first (:func:`check_string_opcodes`), and the
+    unpickler refuses every global and persistent id."""
+    check_string_opcodes(data)
     value = StringOnlyUnpickler(io.BytesIO(data)).load()
     if not isinstance(value, str):
         raise UnsafePickleError(f"expected a pickled string, got {type(value).__name__}")
@@ -114,13 +161,29 @@ def encode_private_tests(tests: list) -> str:
     return base64.b64encode(zlib.compress(pickle.dumps(json.dumps(tests)))).decode("ascii")
 
 
-def cut_statement(question: str, markers: tuple[str, ...] = EXAMPLE_MARKERS) -> str:
-    """The statement before its first worked example (the earliest of ``markers``).
+def cut_statement(question: str, markers: tuple[str, ...] | None = None,
+                  profile: "str | Profile" = "paper") -> str:
+    """The statement before its first worked example.
 
+    ``paper``: the text before the first marker of :data:`PAPER_EXAMPLE_MARKERS`
+    that occurs (tried in order), unchanged. ``cobalt``: the text before the
+    earliest of :data:`EXAMPLE_MARKERS`, with ``\\r\\n`` made ``\\n`` and trailing
+    blanks removed. ``markers`` overrides the profile's list.
+
+    >>> cut_statement("Sum two numbers.\\n\\nExample 1:\\n\\nInput: 1 2")
+    'Sum two numbers.\\n'
     >>> cut_statement("Sum two numbers.\\n\\nExample 1:\\nInput: 1 2")
+    'Sum two numbers.\\n\\nExample 1:\\nInput: 1 2'
+    >>> cut_statement("Sum two numbers.\\n\\nExample 1:\\nInput: 1 2", profile="cobalt")
     'Sum two numbers.'
     """
-    positions = [p for p in (question.find(m) for m in markers) if p >= 0]
+    if resolve_profile(profile) is Profile.PAPER:
+        for marker in markers or PAPER_EXAMPLE_MARKERS:
+            idx = question.find(marker)
+            if idx >= 0:
+                return question[:idx]
+        return question
+    positions = [p for p in (question.find(m) for m in markers or EXAMPLE_MARKERS) if p >= 0]
     cut = question[: min(positions)] if positions else question
     return cut.replace("\r\n", "\n").rstrip()
 
@@ -164,9 +227,11 @@ def _metadata(record: Mapping, path: str, line: int) -> dict:
     return dict(raw)
 
 
-def problem_text(question: str, starter_code: str, fn_name: str | None, with_starter: bool) -> str:
-    """The problem shown to the model: the cut statement, plus the starter code of a functional problem."""
-    text = cut_statement(question)
+def problem_text(question: str, starter_code: str, fn_name: str | None, with_starter: bool,
+                 profile: "str | Profile" = "paper") -> str:
+    """The problem shown to the model: the cut statement, plus the starter code of a
+    functional problem when ``with_starter``."""
+    text = cut_statement(question, profile=profile)
     if with_starter and fn_name and starter_code.strip():
         text += (
             f"\n\nYour program is judged by calling `{fn_name}`; start from this code:\n"
@@ -175,11 +240,21 @@ def problem_text(question: str, starter_code: str, fn_name: str | None, with_sta
     return text
 
 
-def convert_record(record: Any, *, path: str, line: int, with_starter: bool = True,
-                   template_dir: str | None = None, max_bytes: int = 1 << 30) -> dict:
-    """One test6 record as a Cobalt problem; raises :class:`RecordError` for bad input."""
+def convert_record(record: Any, *, path: str, line: int, with_starter: bool | None = None,
+                   template_dir: str | None = None, max_bytes: int = 1 << 30,
+                   profile: "str | Profile" = "paper", functional: str | None = None) -> dict:
+    """One test6 record as a Cobalt problem; raises :class:`RecordError` for bad input.
+
+    ``functional`` is 'stdin' (paper default: tests without ``fn_name``) or 'call'
+    (cobalt default); ``with_starter`` defaults to False under paper, True under cobalt."""
     from cobalt.prompts import problem_prompt
 
+    paper = resolve_profile(profile) is Profile.PAPER
+    functional = functional or ("stdin" if paper else "call")
+    if functional not in FUNCTIONAL_MODES:
+        raise ValueError(f"functional must be one of {FUNCTIONAL_MODES}, got {functional!r}")
+    if with_starter is None:
+        with_starter = not paper
     qid = require_field(record, "question_id", (str, int), path=path, line=line)
     question = require_field(record, "question_content", str, path=path, line=line)
     public_raw = require_field(record, "public_test_cases", (str, list), path=path, line=line)
@@ -200,9 +275,11 @@ def convert_record(record: Any, *, path: str, line: int, with_starter: bool = Tr
             raise RecordError(path, line, "private_test_cases", f"cannot decode: {exc}") from None
     public = tests_from_list(public_raw, fn_name, field="public_test_cases", path=path, line=line)
     hidden = tests_from_list(private_raw, fn_name, field="private_test_cases", path=path, line=line)
+    test_fn = fn_name if functional == "call" else None
+    public, hidden = (TestCases(t.inputs, t.outputs, test_fn) for t in (public, hidden))
     starter = record.get("starter_code") or ""
-    text = problem_text(question, starter if isinstance(starter, str) else "", fn_name, with_starter)
-    all_tests = TestCases(public.inputs + hidden.inputs, public.outputs + hidden.outputs, fn_name)
+    text = problem_text(question, starter if isinstance(starter, str) else "", fn_name, with_starter, profile)
+    all_tests = TestCases(public.inputs + hidden.inputs, public.outputs + hidden.outputs, test_fn)
     return {
         "id": str(qid),
         "instruction": problem_prompt(text, template_dir),
@@ -227,8 +304,9 @@ def iter_source(source: str, filename: str = HUB_FILE) -> Iterator[tuple[int, An
     return iter_local_records(local)
 
 
-def prepare_file(source: str, output: Path, *, filename: str = HUB_FILE, with_starter: bool = True,
-                 template_dir: str | None = None, max_bytes: int = 1 << 30, progress: bool = True) -> DropSummary:
+def prepare_file(source: str, output: Path, *, filename: str = HUB_FILE, with_starter: bool | None = None,
+                 template_dir: str | None = None, max_bytes: int = 1 << 30, progress: bool = True,
+                 profile: "str | Profile" = "paper", functional: str | None = None) -> DropSummary:
     """Convert every record of ``source`` into ``output`` (appended, resumable by id)."""
     from tqdm.auto import tqdm
 
@@ -247,7 +325,8 @@ def prepare_file(source: str, output: Path, *, filename: str = HUB_FILE, with_st
                 if isinstance(record, RecordError):
                     raise record
                 converted = convert_record(record, path=str(source), line=line, with_starter=with_starter,
-                                           template_dir=template_dir, max_bytes=max_bytes)
+                                           template_dir=template_dir, max_bytes=max_bytes, profile=profile,
+                                           functional=functional)
             except RecordError as exc:
                 summary.dropped[BAD_RECORD] += 1
                 summary.errors.append(str(exc))
@@ -271,15 +350,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hub-file", default=HUB_FILE, help="file of the hub data set to download")
     parser.add_argument("--output", default=DEFAULT_OUTPUT,
                         help="output JSONL (appended, resumable); <output>.summary.json is written beside it")
-    parser.add_argument("--starter-code", choices=("append", "omit"), default="append",
+    parser.add_argument("--functional", choices=FUNCTIONAL_MODES, default=None,
+                        help="functional problems: 'stdin' (paper default: plain stdin tests without a function "
+                             "name, as the original) or 'call' (cobalt default: fn_name kept, judged call-based)")
+    parser.add_argument("--starter-code", choices=("append", "omit"), default=None,
                         help="functional problems: append the starter code (with the function name the "
-                             "tests call) to the statement, or omit it")
+                             "tests call) to the statement (cobalt default), or omit it (paper default)")
     parser.add_argument("--template-dir", default=None,
                         help="folder with an instruction.txt overriding the packaged template "
                              "(default: $COBALT_TEMPLATE_DIR, else the packaged one)")
     parser.add_argument("--max-decoded-mb", type=int, default=1024,
                         help="refuse private tests that decompress to more than this many MiB")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_profile_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -287,12 +370,18 @@ def run(args: argparse.Namespace) -> int:
     from cobalt.io import write_json_atomic
 
     output = Path(args.output)
-    summary = prepare_file(args.input, output, filename=args.hub_file, with_starter=args.starter_code == "append",
+    profile = profile_from_args(args)
+    paper = profile is Profile.PAPER
+    functional = args.functional or ("stdin" if paper else "call")
+    starter = args.starter_code or ("omit" if paper else "append")
+    summary = prepare_file(args.input, output, filename=args.hub_file, with_starter=starter == "append",
                            template_dir=args.template_dir, max_bytes=args.max_decoded_mb << 20,
-                           progress=not args.no_progress)
+                           progress=not args.no_progress, profile=profile, functional=functional)
     summary_path = output.with_name(output.name + ".summary.json")
-    write_json_atomic(summary_path, {**summary.to_dict(), "source": str(args.input)})
-    print(summary.format(f"LiveCodeBench -> {output}"))
+    write_json_atomic(summary_path, {**summary.to_dict(), "source": str(args.input), "profile": profile.value,
+                                     "config": {"functional": functional, "starter_code": starter,
+                                                "max_decoded_mb": args.max_decoded_mb}})
+    print(summary.format(f"LiveCodeBench ({profile.value} profile) -> {output}"))
     for err in summary.errors[:20]:
         print(f"  {err}")
     return 0

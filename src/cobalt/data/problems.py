@@ -227,6 +227,8 @@ class DropSummary:
     dropped: Counter = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
     """Messages of bad input records (file, line and field)."""
+    unverified_kept: int = 0
+    """Kept problems that no reference solution passed (TACO under the paper profile)."""
 
     def to_dict(self) -> dict:
         """JSON-ready summary (rules in the order they were counted)."""
@@ -236,12 +238,15 @@ class DropSummary:
             "dropped": dict(self.dropped),
             "dropped_total": sum(self.dropped.values()),
             "bad_records": len(self.errors),
+            "unverified_kept": self.unverified_kept,
             "errors": self.errors[:100],
         }
 
     def format(self, title: str) -> str:
         """A short human-readable report."""
         lines = [f"{title}: {self.kept} kept of {self.total}"]
+        if self.unverified_kept:
+            lines.append(f"  kept although no reference solution passes: {self.unverified_kept}")
         for rule, n in self.dropped.items():
             lines.append(f"  dropped by {rule}: {n}")
         if self.errors:

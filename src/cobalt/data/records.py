@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 from cobalt.data.problems import ProblemRecord, problem_from_dict
 from cobalt.io import RecordError
+from cobalt.profile import Profile
 from cobalt.text import extract_code
 
 
@@ -94,14 +95,18 @@ class TrajectoryRecord:
         return [t.pass_rate(self.n_public, self.n_hidden) for t in sample.turns]
 
     @classmethod
-    def from_dict(cls, record: Any, *, path: str, line: int | None) -> "TrajectoryRecord":
-        """Validate one inference record; errors name the file, line and field."""
+    def from_dict(cls, record: Any, *, path: str, line: int | None,
+                  profile: "str | Profile | None" = None) -> "TrajectoryRecord":
+        """Validate one inference record; errors name the file, line and field.
+
+        A turn without a ``code`` field gets the program that
+        :func:`cobalt.text.extract_code` finds under ``profile`` (default paper)."""
         problem = problem_from_dict(record, path=path, line=line)
         samples = record.get("samples")
         if not isinstance(samples, list) or not samples:
             raise RecordError(path, line, "samples", _expected("a non-empty list", samples))
         parsed = tuple(
-            _sample_from(s, f"samples[{i}]", n_hidden=len(problem.hidden), path=path, line=line)
+            _sample_from(s, f"samples[{i}]", n_hidden=len(problem.hidden), path=path, line=line, profile=profile)
             for i, s in enumerate(samples)
         )
         return cls(problem=problem, samples=parsed)
@@ -111,24 +116,27 @@ def _expected(what: str, value: Any) -> str:
     return "missing" if value is None else f"expected {what}, got {type(value).__name__}"
 
 
-def _sample_from(obj: Any, where: str, *, n_hidden: int, path: str, line: int | None) -> SampleRecord:
+def _sample_from(obj: Any, where: str, *, n_hidden: int, path: str, line: int | None,
+                 profile: "str | Profile | None" = None) -> SampleRecord:
     if not isinstance(obj, Mapping):
         raise RecordError(path, line, where, _expected("an object with 'turns'", obj))
     turns = obj.get("turns")
     if not isinstance(turns, list) or not turns:
         raise RecordError(path, line, f"{where}.turns", _expected("a non-empty list", turns))
     return SampleRecord(
-        tuple(_turn_from(t, f"{where}.turns[{j}]", n_hidden=n_hidden, path=path, line=line) for j, t in enumerate(turns))
+        tuple(_turn_from(t, f"{where}.turns[{j}]", n_hidden=n_hidden, path=path, line=line, profile=profile)
+              for j, t in enumerate(turns))
     )
 
 
-def _turn_from(obj: Any, where: str, *, n_hidden: int, path: str, line: int | None) -> TurnRecord:
+def _turn_from(obj: Any, where: str, *, n_hidden: int, path: str, line: int | None,
+               profile: "str | Profile | None" = None) -> TurnRecord:
     if not isinstance(obj, Mapping):
         raise RecordError(path, line, where, _expected("an object", obj))
     response = obj.get("response")
     if not isinstance(response, str):
         raise RecordError(path, line, f"{where}.response", _expected("a string", response))
-    code = obj["code"] if "code" in obj else extract_code(response)
+    code = obj["code"] if "code" in obj else extract_code(response, profile)
     if code is not None and not isinstance(code, str):
         raise RecordError(path, line, f"{where}.code", _expected("a string or null", code))
     public = _public_from(obj.get("public"), f"{where}.public", path=path, line=line)

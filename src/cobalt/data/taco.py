@@ -1,24 +1,41 @@
-"""Clean TACO-verified into problems with public and hidden tests (METHOD §4).
+"""Clean TACO-verified into problems with public and hidden tests (METHOD §4 and §9).
 
-Rules, each a flag with the paper's number as default:
+Rules, each a flag with the paper's number as default. Where the original code
+and Cobalt differ, ``--profile`` picks the rule (``paper``, the default, is the
+original's; docs/FIDELITY.md lists each difference):
 
 1. at least ``--min-tests`` (8) tests;
 2. ``inputs`` and ``outputs`` are lists of equal length whose entries are
-   strings (a list entry is joined with spaces); call-based problems
-   (``fn_name``) instead get JSON arguments one per line (``--call-mode call``)
-   or the paper's space-joined strings (``--call-mode lossy``);
-3. the statement mentions no image;
-4. the statement has at least ``--min-alnum`` (100) ASCII letters and digits;
-5. at most ``--max-tests`` (20) tests: the 5 shortest and 15 longest inputs;
-6. one of up to ``--max-solutions`` (16) reference solutions, shuffled with the
-   seed, passes every kept test in the sandbox; otherwise the problem is
-   dropped (the paper's code computed this but kept the problem anyway);
+   strings. ``paper``: a list entry becomes its elements, each converted with
+   ``str()``, joined by spaces (``[True]`` -> ``"True"``, ``[[1, 2]]`` ->
+   ``"[1, 2]"``). ``cobalt``: only lists of numbers and strings are joined
+   (anything else drops the problem), and call-based problems (``fn_name``) get
+   JSON arguments one per line (``--call-mode call``);
+3. the statement mentions no image. ``paper``: "image" anywhere in the
+   lower-cased statement, or a markdown image at a line start. ``cobalt``: the
+   words image/picture, an ``<img>`` tag, markdown image or image file name;
+4. the statement has at least ``--min-alnum`` (100) alphanumeric characters
+   (``paper``: Unicode ``str.isalnum``; ``cobalt``: ASCII letters and digits);
+5. at most ``--max-tests`` (20) tests. ``paper``: sorted by input length, longest
+   first (stable), kept: the last 5 then the first 15, in that order.
+   ``cobalt``: the 5 shortest and 15 longest, ties broken by position, kept in
+   their original order;
+6. up to ``--max-solutions`` (16) reference solutions, shuffled with the seed,
+   are run on the kept tests. ``paper`` computes this but keeps the problem
+   either way (counted as ``unverified_kept``); ``cobalt`` drops it (``--unverified``);
 7. ``--n-public`` (4) tests, drawn with the seed, become public; the rest hidden.
+
+Call-based problems (``fn_name``): under ``paper`` (``--call-mode stdin``) the
+output test sets carry no function name, since model programs are plain stdin
+programs; the name only serves to verify the reference solutions, run with an
+appended driver line. ``lossy`` keeps the name and judges with that driver line;
+``call`` (the ``cobalt`` default) passes JSON arguments and compares values.
 
 The output is appended one problem per line in input order and is resumable:
 a rerun skips problems already written to the output or to the dropped file
 (``<output>.dropped.jsonl``, one line per dropped problem with its rule). A
-summary of the rules' counts is printed and written to ``<output>.summary.json``.
+summary of the rules' counts, the configuration and the profile is printed and
+written to ``<output>.summary.json``.
 """
 from __future__ import annotations
 
@@ -33,6 +50,7 @@ from typing import Any, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 
 from cobalt.execution.base import TestCases
 from cobalt.io import RecordError, require_field
+from cobalt.profile import Profile, add_profile_argument, profile_from_args, resolve_profile
 from cobalt.data.problems import (
     DropSummary,
     ProblemRecord,
@@ -56,14 +74,15 @@ NO_SOLUTIONS = "no_solutions"
 UNVERIFIED = "unverified"
 RULES = (BAD_RECORD, TOO_FEW_TESTS, LENGTH_MISMATCH, NON_STRING_ENTRIES, MENTIONS_IMAGE, SHORT_STATEMENT,
          NO_SOLUTIONS, UNVERIFIED)
-
+CALL_MODES = ("stdin", "lossy", "call")
 _IMAGE_RE = re.compile(r"<\s*img\b|!\[[^\]]*\]\(|\bimages?\b|\bpictures?\b|\.(?:png|jpe?g|gif|svg|bmp)\b", re.IGNORECASE)
+_PAPER_MD_IMAGE_RE = re.compile(r"^!\[.*?\]\(.*?\)", re.MULTILINE)
 _ALNUM_RE = re.compile(r"[A-Za-z0-9]")
 
 
 @dataclass(frozen=True)
 class TacoConfig:
-    """The cleaning rules' numbers (METHOD §4 defaults)."""
+    """The cleaning rules' numbers (METHOD §4 defaults) and the profile that picks the rules."""
 
     min_tests: int = 8
     max_tests: int = 20
@@ -73,18 +92,42 @@ class TacoConfig:
     max_solutions: int = 16
     n_public: int = 4
     seed: int = 42
-    call_mode: str = "call"
-    """'call' (JSON arguments one per line) or 'lossy' (the paper: lists joined with spaces)."""
+    profile: str = "paper"
+    """'paper' (the original code's rules) or 'cobalt' (the corrected ones, docs/FIDELITY.md)."""
+    call_mode: str | None = None
+    """Call-based problems: 'stdin' (paper: no fn_name in the output, references verified with
+    an appended driver line), 'lossy' (fn_name kept, judged with that driver line) or 'call'
+    (cobalt: JSON arguments one per line). None: the profile's default."""
+    keep_unverified: bool | None = None
+    """Keep a problem that no reference solution passes (paper) or drop it (cobalt). None:
+    the profile's default."""
     id_field: str = "id"
     """Field holding a problem id; records without it get ``taco-<row index>``."""
 
     def __post_init__(self) -> None:
-        if self.call_mode not in ("call", "lossy"):
-            raise ValueError(f"call_mode must be 'call' or 'lossy', got {self.call_mode!r}")
+        profile = resolve_profile(self.profile)
+        object.__setattr__(self, "profile", profile.value)
+        paper = profile is Profile.PAPER
+        if self.call_mode is None:
+            object.__setattr__(self, "call_mode", "stdin" if paper else "call")
+        if self.keep_unverified is None:
+            object.__setattr__(self, "keep_unverified", paper)
+        if self.call_mode not in CALL_MODES:
+            raise ValueError(f"call_mode must be one of {', '.join(CALL_MODES)}, got {self.call_mode!r}")
         if self.n_shortest + self.n_longest != self.max_tests:
             raise ValueError("n_shortest + n_longest must equal max_tests")
         if min(self.min_tests, self.max_tests, self.max_solutions) < 1 or self.n_public < 0:
             raise ValueError("test and solution counts must be positive")
+
+    @property
+    def is_paper(self) -> bool:
+        """True under the paper profile."""
+        return self.profile == Profile.PAPER.value
+
+    @property
+    def exec_call_mode(self) -> str:
+        """The executor's call mode for tests that carry a function name."""
+        return "call" if self.call_mode == "call" else "lossy"
 
 
 @dataclass(frozen=True)
@@ -177,15 +220,29 @@ def _json_field(value: Any, name: str, path: str, line: int) -> Any:
 
 # -- the rules ---------------------------------------------------------------------
 
-def convert_entry(value: Any, *, is_input: bool, fn_name: str | None, call_mode: str) -> str:
+def convert_entry(value: Any, *, is_input: bool, fn_name: str | None, call_mode: str,
+                  profile: "str | Profile" = "paper") -> str:
     """One test input or output as the string the executor takes.
 
-    Stdin problems and lossy call-based ones: a string stays, a list of scalars
-    is joined with spaces. Call-based problems in call mode: an input is a list
-    of arguments written as JSON one per line; an output is the JSON of the
-    return value (TACO wraps it in a one-element list, which is removed).
-    Anything else raises :class:`Dropped` (rule ``non_string_entries``).
+    ``paper``: a string stays; a list becomes its elements, each converted
+    with ``str()``, joined by spaces, whatever they are (the original code).
+    ``cobalt``: a string stays, a list of numbers and strings is joined with
+    spaces; call-based problems in call mode instead get their arguments as
+    JSON one per line and the JSON of the return value (TACO's one-element
+    output list removed). Anything else raises :class:`Dropped` (rule
+    ``non_string_entries``).
+
+    >>> convert_entry([True, [1, 2], "a"], is_input=False, fn_name="f", call_mode="stdin")
+    'True [1, 2] a'
+    >>> convert_entry([[1, 2], "ab"], is_input=True, fn_name="f", call_mode="call", profile="cobalt")
+    '[1, 2]\\n"ab"'
     """
+    if resolve_profile(profile) is Profile.PAPER:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list):
+            return " ".join(str(v) for v in value)
+        raise Dropped(NON_STRING_ENTRIES, f"entry of type {type(value).__name__}")
     if fn_name and call_mode == "call":
         try:
             if is_input:
@@ -202,43 +259,83 @@ def convert_entry(value: Any, *, is_input: bool, fn_name: str | None, call_mode:
     raise Dropped(NON_STRING_ENTRIES, f"entry of type {type(value).__name__}")
 
 
-def mentions_image(question: str) -> bool:
-    """True when the statement refers to an image (markup, file name or the word)."""
-    return bool(_IMAGE_RE.search(question))
+def image_mention(question: str, profile: "str | Profile" = "paper") -> str | None:
+    """The text that makes the statement refer to an image, or None.
+
+    ``paper``: "image" anywhere in the lower-cased statement ("imagery" too),
+    or a markdown image at the start of a line. ``cobalt``: an ``<img>`` tag, a
+    markdown image anywhere, an image file name, or the whole words
+    image(s)/picture(s).
+
+    >>> image_mention("Use the imagery."), image_mention("Use the imagery.", "cobalt")
+    ('image', None)
+    """
+    if resolve_profile(profile) is Profile.PAPER:
+        if "image" in question.lower():
+            return "image"
+        m = _PAPER_MD_IMAGE_RE.search(question)
+        return m.group(0) if m else None
+    m = _IMAGE_RE.search(question)
+    return m.group(0) if m else None
 
 
-def alnum_count(text: str) -> int:
-    """Number of ASCII letters and digits in ``text``."""
+def mentions_image(question: str, profile: "str | Profile" = "paper") -> bool:
+    """True when the statement refers to an image (see :func:`image_mention`)."""
+    return image_mention(question, profile) is not None
+
+
+def alnum_count(text: str, profile: "str | Profile" = "paper") -> int:
+    """Alphanumeric characters of ``text``: Unicode ``str.isalnum`` (paper) or ASCII only (cobalt).
+
+    >>> alnum_count("día 7!"), alnum_count("día 7!", "cobalt")
+    (4, 3)
+    """
+    if resolve_profile(profile) is Profile.PAPER:
+        return sum(1 for c in text if c.isalnum())
     return len(_ALNUM_RE.findall(text))
 
 
 def check_rules(problem: TacoProblem, cfg: TacoConfig) -> TestCases:
-    """Apply rules 1-4 and return the converted tests; raise :class:`Dropped` on failure."""
+    """Apply rules 1-4 and return the converted tests; raise :class:`Dropped` on failure.
+
+    The tests carry the function name unless the call mode is ``stdin`` (paper)."""
     n_in, n_out = len(problem.inputs), len(problem.outputs)
     if min(n_in, n_out) < cfg.min_tests:
         raise Dropped(TOO_FEW_TESTS, f"{min(n_in, n_out)} tests < {cfg.min_tests}")
     if n_in != n_out:
         raise Dropped(LENGTH_MISMATCH, f"{n_in} inputs, {n_out} outputs")
-    inputs = [convert_entry(v, is_input=True, fn_name=problem.fn_name, call_mode=cfg.call_mode) for v in problem.inputs]
-    outputs = [convert_entry(v, is_input=False, fn_name=problem.fn_name, call_mode=cfg.call_mode) for v in problem.outputs]
-    if mentions_image(problem.question):
-        raise Dropped(MENTIONS_IMAGE, _IMAGE_RE.search(problem.question).group(0))
-    n_alnum = alnum_count(problem.question)
+    conv = dict(fn_name=problem.fn_name, call_mode=cfg.call_mode, profile=cfg.profile)
+    inputs = [convert_entry(v, is_input=True, **conv) for v in problem.inputs]
+    outputs = [convert_entry(v, is_input=False, **conv) for v in problem.outputs]
+    image = image_mention(problem.question, cfg.profile)
+    if image is not None:
+        raise Dropped(MENTIONS_IMAGE, image)
+    n_alnum = alnum_count(problem.question, cfg.profile)
     if n_alnum < cfg.min_alnum:
         raise Dropped(SHORT_STATEMENT, f"{n_alnum} alphanumeric characters < {cfg.min_alnum}")
     return TestCases(tuple(inputs), tuple(outputs), problem.fn_name)
 
 
-def select_tests(inputs: Sequence[str], n_shortest: int = 5, n_longest: int = 15) -> list[int]:
-    """Indices of the tests to keep: the ``n_shortest`` shortest and ``n_longest`` longest inputs.
+def select_tests(inputs: Sequence[str], n_shortest: int = 5, n_longest: int = 15,
+                 profile: "str | Profile" = "paper") -> list[int]:
+    """Indices of the tests to keep, in the order they are kept; all of them, in order, when
+    there are at most ``n_shortest + n_longest``.
 
-    Ties in length keep the original order; the result is in original order.
+    ``paper`` (the original): sort by input length, longest first, stable (equal
+    lengths keep their order); keep the last ``n_shortest`` then the first
+    ``n_longest``, in that order. ``cobalt``: the ``n_shortest`` shortest and
+    ``n_longest`` longest, ties going to the earlier test, in original order.
 
     >>> select_tests(["aaa", "a", "aa", "aaaa"], 1, 2)
+    [1, 3, 0]
+    >>> select_tests(["aaa", "a", "aa", "aaaa"], 1, 2, "cobalt")
     [0, 1, 3]
     """
     if len(inputs) <= n_shortest + n_longest:
         return list(range(len(inputs)))
+    if resolve_profile(profile) is Profile.PAPER:
+        longest_first = sorted(range(len(inputs)), key=lambda i: len(inputs[i]), reverse=True)
+        return longest_first[len(inputs) - n_shortest:] + longest_first[:n_longest]
     by_len = sorted(range(len(inputs)), key=lambda i: (len(inputs[i]), i))
     chosen = by_len[:n_shortest] + (by_len[-n_longest:] if n_longest else [])
     return sorted(chosen)
@@ -258,8 +355,18 @@ def solutions_to_try(solutions: Sequence[str], max_solutions: int, rng) -> list[
     return order[:max_solutions]
 
 
-async def find_passing_solution(client, solutions: Sequence[str], tests: TestCases) -> int | None:
-    """Index (into ``solutions``) of the first one passing every test, or None."""
+async def find_passing_solution(client, solutions: Sequence[str], tests: TestCases, call_mode: str = "call") -> int | None:
+    """Index (into ``solutions``) of the first one passing every test, or None.
+
+    With a function name and ``call_mode`` 'stdin' or 'lossy', each solution runs
+    as a stdin program with the appended driver line (the original's check), so
+    the client's own call mode does not matter."""
+    if tests.fn_name and call_mode != "call":
+        from cobalt.execution.local import lossy_program
+
+        fn_name = tests.fn_name
+        tests = TestCases(tests.inputs, tests.outputs, None)
+        solutions = [lossy_program(code, fn_name) for code in solutions]
     for index, code in enumerate(solutions):
         result = await client.evaluate(code, tests)
         if result.all_passed:
@@ -268,16 +375,28 @@ async def find_passing_solution(client, solutions: Sequence[str], tests: TestCas
 
 
 async def clean_problem(problem: TacoProblem, cfg: TacoConfig, client) -> dict:
-    """Apply every rule to one problem and return its output record (or raise :class:`Dropped`)."""
+    """Apply every rule to one problem and return its output record (or raise :class:`Dropped`).
+
+    A problem kept without a passing reference solution (paper) gets ``"verified": false``."""
     tests = check_rules(problem, cfg)
-    tests = tests.subset(select_tests(tests.inputs, cfg.n_shortest, cfg.n_longest))
+    tests = tests.subset(select_tests(tests.inputs, cfg.n_shortest, cfg.n_longest, cfg.profile))
+    verified = False
     if not problem.solutions:
-        raise Dropped(NO_SOLUTIONS, "no reference solution")
-    candidates = solutions_to_try(problem.solutions, cfg.max_solutions, problem_rng(cfg.seed, problem.id, "solutions"))
-    if await find_passing_solution(client, candidates, tests) is None:
-        raise Dropped(UNVERIFIED, f"none of {len(candidates)} reference solutions passes all {len(tests)} tests")
+        if not cfg.keep_unverified:
+            raise Dropped(NO_SOLUTIONS, "no reference solution")
+    else:
+        candidates = solutions_to_try(problem.solutions, cfg.max_solutions,
+                                      problem_rng(cfg.seed, problem.id, "solutions"))
+        verified = await find_passing_solution(client, candidates, tests, cfg.call_mode) is not None
+        if not verified and not cfg.keep_unverified:
+            raise Dropped(UNVERIFIED, f"none of {len(candidates)} reference solutions passes all {len(tests)} tests")
+    if cfg.call_mode == "stdin":
+        # model programs are plain stdin programs: the name only served to verify the references
+        tests = TestCases(tests.inputs, tests.outputs, None)
     public, hidden = split_public_hidden(len(tests), cfg.n_public, problem_rng(cfg.seed, problem.id, "split"))
-    extra = {"starter_code": problem.starter_code} if problem.starter_code.strip() else {}
+    extra: dict = {"starter_code": problem.starter_code} if problem.starter_code.strip() else {}
+    if not verified:
+        extra["verified"] = False
     record = ProblemRecord(
         id=problem.id,
         question=problem.question,
@@ -343,14 +462,18 @@ def summarize(output: Path, dropped_path: Path) -> DropSummary:
 
     summary = DropSummary()
     summary.dropped = Counter({rule: 0 for rule in RULES})
+    unverified_kept = 0
     if output.exists():
-        summary.kept = sum(1 for _ in iter_jsonl(output))
+        for _, rec in iter_jsonl(output):
+            summary.kept += 1
+            unverified_kept += rec.get("verified") is False
     if dropped_path.exists():
         for _, rec in iter_jsonl(dropped_path):
             summary.dropped[rec["rule"]] += 1
             if rec["rule"] == BAD_RECORD:
                 summary.errors.append(rec["detail"])
     summary.total = summary.kept + sum(summary.dropped.values())
+    summary.unverified_kept = unverified_kept
     return summary
 
 
@@ -384,7 +507,7 @@ async def clean_file(source: str, output: Path, cfg: TacoConfig, client, *, spli
     summary = summarize(output, dropped_path)
     from cobalt.io import write_json_atomic
 
-    write_json_atomic(summary_path, {**summary.to_dict(), "config": cfg.__dict__, "source": str(source)})
+    write_json_atomic(summary_path, {**summary.to_dict(), "profile": cfg.profile, "config": cfg.__dict__, "source": str(source)})
     return summary
 
 
@@ -411,14 +534,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-shortest", type=int, default=d.n_shortest,
                         help="of the kept tests, this many with the shortest inputs (the rest are the longest)")
     parser.add_argument("--min-alnum", type=int, default=d.min_alnum,
-                        help="drop statements with fewer ASCII letters and digits")
+                        help="drop statements with fewer alphanumeric characters (paper: Unicode str.isalnum; "
+                             "cobalt: ASCII letters and digits)")
     parser.add_argument("--max-solutions", type=int, default=d.max_solutions,
                         help="reference solutions tried when verifying a problem")
     parser.add_argument("--n-public", type=int, default=d.n_public, help="tests made public (the rest hidden)")
     parser.add_argument("--seed", type=int, default=d.seed, help="seed of the solution shuffle and public draw")
-    parser.add_argument("--call-mode", choices=("call", "lossy"), default=d.call_mode,
-                        help="call-based problems: JSON arguments one per line ('call') or the paper's "
-                             "space-joined strings run by an appended driver line ('lossy')")
+    parser.add_argument("--call-mode", choices=CALL_MODES, default=None,
+                        help="call-based problems: 'stdin' (paper default: space-joined strings, no fn_name in the "
+                             "output, reference solutions verified with an appended driver line), 'lossy' (fn_name "
+                             "kept, judged with that driver line) or 'call' (cobalt default: JSON arguments one per "
+                             "line, values compared)")
+    parser.add_argument("--unverified", choices=("keep", "drop"), default=None,
+                        help="a problem that no reference solution passes: 'keep' (paper default: the original "
+                             "computes the check but keeps the problem; counted in the summary and marked "
+                             "\"verified\": false) or 'drop' (cobalt default)")
     parser.add_argument("--id-field", default=d.id_field,
                         help="record field used as the problem id (missing: taco-<row index>)")
     parser.add_argument("--limit", type=int, default=None, help="process only the first N records")
@@ -426,6 +556,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="programs run at once by the evaluator (default: CPUs, or $COBALT_EVAL_CONCURRENCY)")
     parser.add_argument("--window", type=int, default=64, help="problems verified at once")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_profile_argument(parser)
 
 
 def config_from_args(args: argparse.Namespace) -> TacoConfig:
@@ -434,6 +565,8 @@ def config_from_args(args: argparse.Namespace) -> TacoConfig:
         min_tests=args.min_tests, max_tests=args.max_tests, n_shortest=args.n_shortest,
         n_longest=args.max_tests - args.n_shortest, min_alnum=args.min_alnum, max_solutions=args.max_solutions,
         n_public=args.n_public, seed=args.seed, call_mode=args.call_mode, id_field=args.id_field,
+        profile=profile_from_args(args).value,
+        keep_unverified=None if args.unverified is None else args.unverified == "keep",
     )
 
 
@@ -443,13 +576,13 @@ def run(args: argparse.Namespace) -> int:
     from cobalt.execution.client import EvaluatorClient
 
     cfg = config_from_args(args)
-    kwargs: dict = {"options": ExecOptions(call_mode=cfg.call_mode)}
+    kwargs: dict = {"options": ExecOptions(call_mode=cfg.exec_call_mode, profile=cfg.profile)}
     if args.concurrency:
         kwargs["max_concurrency"] = args.concurrency
     client = EvaluatorClient.from_env(**kwargs)
     output = Path(args.output)
     summary = asyncio.run(clean_file(args.input, output, cfg, client, split=args.split, limit=args.limit,
                                      window=args.window, progress=not args.no_progress))
-    print(summary.format(f"TACO -> {output}"))
+    print(summary.format(f"TACO ({cfg.profile} profile) -> {output}"))
     print(f"summary written to {sidecar_paths(output)[1]}")
     return 0

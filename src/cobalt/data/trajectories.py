@@ -2,10 +2,11 @@
 
 Reads multi-turn inference records (one line per problem, see
 :mod:`cobalt.data.records` and ``docs/TRAJECTORIES.md``) and writes the
-contexts of Cobalt's online bandit learning (METHOD §4):
+contexts of Cobalt's online bandit learning (METHOD §4, corrected by §9):
 
-1. Dynamic sampling: a problem whose first-turn samples all pass is too easy
-   and dropped (by default judged on the public tests, as the paper's code does).
+1. Dynamic sampling: a problem whose first-turn samples are all fully correct
+   on ALL its tests (public and hidden) is too easy and dropped
+   (``--too-easy-by public`` judges the public tests only).
 2. Per trajectory the improvement range ``d = max - min`` of its per-turn pass
    rates (public and hidden pass rates mixed by their test counts).
 3. Training keeps trajectories with ``d > 0`` that are fully correct at some
@@ -13,12 +14,22 @@ contexts of Cobalt's online bandit learning (METHOD §4):
    evaluation (``--is-test``) keeps ``d > 0`` and then only the trajectory
    with the smallest ``d``, cut to its first ``--history-turns`` turns.
 4. Each kept trajectory gives prompts whose history ends with the feedback
-   after turn ``t`` (``t`` = 1 .. ``--history-turns``), stopping once the
-   program was fully correct in two consecutive turns or once a prompt is
-   longer than ``--max-prompt-tokens`` under the policy's chat template. Every
-   problem that is not too easy also gives one first-turn prompt.
-5. Rows are shuffled with a fixed seed and written atomically (JSONL or
-   parquet by the output's suffix), with a summary JSON beside them.
+   after turn ``t`` (``t`` = 1 .. ``--history-turns``). The early stop depends
+   on ``--profile`` (``--stop-when``): ``paper`` stops (a) once the last two
+   feedback texts are both the all-public-tests-passed message, and (b) at
+   ``t = 1`` only, when the pass rate is 1.0 at turns 0 and 2 (the original's
+   two rules, METHOD §9); ``cobalt`` stops once the program was fully correct
+   in two consecutive turns. Both stop once a prompt is longer than
+   ``--max-prompt-tokens`` under the policy's chat template. Every problem
+   that is not too easy also gives one first-turn prompt.
+5. Past answers in a history: :func:`cobalt.text.history_text`, i.e. with
+   ``--enable-thinking`` the text after the last ``</think>``, stripped and cut
+   to ``--history-max-chars``; without it (and for API models) the full response.
+   Every feedback, the all-passed sentence included, is wrapped in the repair
+   instruction.
+6. Rows are shuffled with a fixed seed and written atomically (JSONL or
+   parquet by the output's suffix), with a summary JSON beside them that
+   records the configuration and the profile.
 
 Every number of the method is a flag whose default is the paper's.
 """
@@ -38,9 +49,12 @@ from typing import Any, Callable, Iterator, Sequence
 from cobalt.data.problems import ProblemRecord, tests_json
 from cobalt.data.records import SampleRecord, TrajectoryRecord, TurnRecord
 from cobalt.io import RecordError, iter_jsonl
+from cobalt.profile import Profile, add_profile_argument, profile_from_args, resolve_profile
 
 FULLY_CORRECT = 1.0 - 1e-9
 """A turn whose pass rate reaches this is fully correct (pass rates are ratios of counts)."""
+STOP_RULES = ("paper", "public", "correct")
+"""Early-stop rules of partial-trajectory prompts (see :class:`BuildConfig`)."""
 RANGE_DECIMALS = 12
 """Improvement ranges are rounded to this many decimals so that equal ranges reached
 through different float sums (0.4 - 0.2 and 1.0 - 0.8) tie exactly."""
@@ -64,19 +78,29 @@ class BuildConfig:
     max_prompt_tokens: int = 10_000
     """Stop a trajectory's prompts once one is longer than this (<= 0: no limit)."""
     history_max_chars: int = 6000
-    """Each past answer is the text after ``</think>``, cut to this many characters."""
-    too_easy_by: str = "public"
-    """'public': too easy when every first-turn sample passes all public tests (the paper's
-    code); 'full': when every first-turn sample is fully correct (public and hidden)."""
-    stop_when: str = "correct"
-    """Early stop after two consecutive turns that are 'correct' (pass rate 1, METHOD §4)
-    or that passed all 'public' tests."""
+    """With thinking enabled, each past answer is the text after the last ``</think>``, cut to
+    this many characters (<= 0: no cut)."""
+    enable_thinking: bool = False
+    """The policy thinks: histories keep only the answer after ``</think>`` (the original's flag)."""
+    too_easy_by: str = "full"
+    """'full': too easy when every first-turn sample passes all tests, public and hidden (the
+    original, METHOD §9); 'public': when every first-turn sample passes the public tests."""
+    stop_when: str | None = None
+    """Early stop of a trajectory's prompts: 'paper' (the original's two rules, see the module
+    docstring), 'public' (rule (a) alone: two consecutive all-public-passed feedbacks) or
+    'correct' (two consecutive fully correct turns). None: the profile's ('paper' / 'correct')."""
     seed: int = 42
     """Seed of the final shuffle."""
     template_dir: str | None = None
     """Folder with prompt template overrides (see cobalt.prompts)."""
+    profile: str = "paper"
+    """'paper' or 'cobalt' (docs/FIDELITY.md); picks the default of ``stop_when``."""
 
     def __post_init__(self) -> None:
+        profile = resolve_profile(self.profile)
+        object.__setattr__(self, "profile", profile.value)
+        if self.stop_when is None:
+            object.__setattr__(self, "stop_when", "paper" if profile is Profile.PAPER else "correct")
         if self.history_turns < 1:
             raise ValueError(f"history_turns must be >= 1, got {self.history_turns}")
         if self.max_trajectories < 1 or self.variance_pool < self.max_trajectories:
@@ -85,8 +109,8 @@ class BuildConfig:
             )
         if self.too_easy_by not in ("public", "full"):
             raise ValueError(f"too_easy_by must be 'public' or 'full', got {self.too_easy_by!r}")
-        if self.stop_when not in ("correct", "public"):
-            raise ValueError(f"stop_when must be 'correct' or 'public', got {self.stop_when!r}")
+        if self.stop_when not in STOP_RULES:
+            raise ValueError(f"stop_when must be one of {', '.join(STOP_RULES)}, got {self.stop_when!r}")
 
 
 @dataclass
@@ -107,7 +131,7 @@ class BuildSummary:
     first_turn_prompts: int = 0
     partial_prompts: int = 0
     early_stops: int = 0
-    """Trajectories whose prompts stopped because two consecutive turns were correct."""
+    """Trajectories whose prompts stopped by the early-stop rule (``stop_when``)."""
     prompts_cut_by_length: int = 0
     """Trajectories whose prompts stopped because a prompt exceeded the token limit."""
     errors: list[str] = field(default_factory=list)
@@ -129,7 +153,7 @@ class BuildSummary:
             f"trajectories kept:         {self.trajectories_kept}",
             f"prompts:                   {self.prompts} "
             f"({self.first_turn_prompts} first-turn, {self.partial_prompts} partial)",
-            f"early stops (2 correct):   {self.early_stops}",
+            f"early stops:               {self.early_stops}",
             f"prompts cut by length:     {self.prompts_cut_by_length}",
         ]
         lines += [f"  error: {e}" for e in self.errors[:5]]
@@ -209,7 +233,7 @@ def improvement_range(rates: Sequence[float]) -> float:
     return round(max(rates) - min(rates), RANGE_DECIMALS) if rates else 0.0
 
 
-def is_too_easy(record: TrajectoryRecord, by: str = "public") -> bool:
+def is_too_easy(record: TrajectoryRecord, by: str = "full") -> bool:
     """Dynamic sampling: True when every sample's first turn passes ('public' tests or 'full'y)."""
     if by == "public":
         return all(s.turns[0].public.all_passed for s in record.samples)
@@ -241,22 +265,23 @@ def first_turn_messages(problem: ProblemRecord, template_dir: str | None = None)
 
 
 def feedback_message(turn: TurnRecord, template_dir: str | None = None) -> str:
-    """The user message after ``turn``: repair prompt with the first failing public test's
-    feedback, or the all-public-passed message."""
+    """The user message after ``turn``: the repair instruction with the first failing public
+    test's feedback, or with the all-public-passed message (wrapped too, as the original does)."""
     from cobalt.prompts import feedback_all_public_passed, repair_prompt
 
     failure = turn.public.first_failure_feedback()
-    return feedback_all_public_passed(template_dir) if failure is None else repair_prompt(failure, template_dir)
+    return repair_prompt(feedback_all_public_passed(template_dir) if failure is None else failure, template_dir)
 
 
 def history_messages(problem: ProblemRecord, sample: SampleRecord, t: int, config: BuildConfig) -> Messages:
     """The chat up to and including the feedback after model turn ``t`` (1-based)."""
-    from cobalt.text import answer_for_history
+    from cobalt.text import history_text
 
     messages = first_turn_messages(problem, config.template_dir)
     max_chars = config.history_max_chars if config.history_max_chars > 0 else sys.maxsize
     for turn in sample.turns[:t]:
-        messages.append({"role": "assistant", "content": answer_for_history(turn.response, max_chars)})
+        content = history_text(turn.response, enable_thinking=config.enable_thinking, max_chars=max_chars)
+        messages.append({"role": "assistant", "content": content})
         messages.append({"role": "user", "content": feedback_message(turn, config.template_dir)})
     return messages
 
@@ -297,8 +322,19 @@ def _load_tokenizer(name_or_path: str) -> Any:
 # ---------------------------------------------------------------- prompts
 
 
-def _is_done(turn: TurnRecord, rate: float, stop_when: str) -> bool:
-    return turn.public.all_passed if stop_when == "public" else rate >= FULLY_CORRECT
+def stops_before(t: int, turns: Sequence[TurnRecord], rates: Sequence[float], rule: str) -> bool:
+    """True when the prompt after model turn ``t`` (1-based) and every later one are not emitted.
+
+    ``paper``: (a) the feedbacks after turns ``t-2`` and ``t-1`` (0-based) are both the
+    all-public-passed message, or (b) ``t == 1`` and the pass rate is 1.0 at turns 0 and 2
+    (the original's two rules, METHOD §9). ``public``: rule (a) alone. ``correct``: turns
+    ``t-2`` and ``t-1`` are both fully correct.
+    """
+    if rule == "correct":
+        return t >= 2 and all(rates[i] >= FULLY_CORRECT for i in (t - 2, t - 1))
+    if t >= 2 and all(turns[i].public.all_passed for i in (t - 2, t - 1)):
+        return True
+    return rule == "paper" and t == 1 and len(rates) > 2 and rates[0] >= FULLY_CORRECT and rates[2] >= FULLY_CORRECT
 
 
 def partial_prompts(
@@ -314,7 +350,7 @@ def partial_prompts(
     problem = record.problem
     rows: list[PromptRow] = []
     for t in range(1, min(config.history_turns, len(sample.turns)) + 1):
-        if t >= 2 and all(_is_done(sample.turns[i], rates[i], config.stop_when) for i in (t - 2, t - 1)):
+        if stops_before(t, sample.turns, rates, config.stop_when):
             summary.early_stops += 1
             break
         messages = history_messages(problem, sample, t, config)
@@ -361,14 +397,16 @@ def process_record(
     return rows
 
 
-def iter_records(path: str | os.PathLike, summary: BuildSummary) -> Iterator[TrajectoryRecord]:
-    """Valid records of an inference file; bad ones are counted, reported on stderr and skipped."""
+def iter_records(path: str | os.PathLike, summary: BuildSummary,
+                 profile: "str | Profile | None" = None) -> Iterator[TrajectoryRecord]:
+    """Valid records of an inference file; bad ones are counted, reported on stderr and skipped.
+    ``profile`` picks the code-extraction rule for turns without a ``code`` field."""
     not_json: list[RecordError] = []
     for line, obj in iter_jsonl(path, skip_bad=True, errors=not_json):
         _report(not_json, summary, unread=True)
         summary.records_read += 1
         try:
-            record = TrajectoryRecord.from_dict(obj, path=str(path), line=line)
+            record = TrajectoryRecord.from_dict(obj, path=str(path), line=line, profile=profile)
         except RecordError as exc:
             _report([exc], summary, unread=False)
             continue
@@ -397,7 +435,7 @@ def build_prompts(
     """Read an inference file and return the shuffled prompt rows and the summary."""
     summary = BuildSummary()
     rows: list[PromptRow] = []
-    records: Iterator[TrajectoryRecord] = iter_records(input_path, summary)
+    records: Iterator[TrajectoryRecord] = iter_records(input_path, summary, config.profile)
     if progress:
         from tqdm import tqdm
 
@@ -465,17 +503,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="stop a trajectory's prompts once one is longer than this many tokens (<=0: no limit, "
                         "no tokenizer loaded)")
     parser.add_argument("--history-max-chars", type=int, default=d.history_max_chars,
-                        help="past answers keep only the text after </think>, cut to this many characters (<=0: no cut)")
-    parser.add_argument("--too-easy-by", choices=("public", "full"), default=d.too_easy_by,
-                        help="dynamic sampling drops a problem whose first-turn samples all pass the public tests "
-                        "(public, the paper's code) or are all fully correct (full)")
-    parser.add_argument("--stop-when", choices=("correct", "public"), default=d.stop_when,
-                        help="stop a trajectory's prompts after two consecutive turns that are fully correct "
-                        "(correct, METHOD) or that passed every public test (public)")
+                        help="with --enable-thinking, past answers keep only the text after the last </think>, cut "
+                        "to this many characters (<=0: no cut)")
+    parser.add_argument("--enable-thinking", "--enable_thinking", dest="enable_thinking", action="store_true",
+                        help="the policy is a thinking model: histories keep the answer after the last </think>, "
+                        "stripped and cut to --history-max-chars (as the original's flag); without it the full "
+                        "response is kept")
+    parser.add_argument("--too-easy-by", choices=("full", "public"), default=d.too_easy_by,
+                        help="dynamic sampling drops a problem whose first-turn samples all pass every test, public "
+                        "and hidden (full, the original) or all pass the public tests (public)")
+    parser.add_argument("--stop-when", choices=STOP_RULES, default=None,
+                        help="early stop of a trajectory's prompts: 'paper' (profile paper's default: two consecutive "
+                        "all-public-passed feedbacks, or at t=1 a pass rate of 1.0 at turns 0 and 2), 'public' (the "
+                        "first rule alone) or 'correct' (profile cobalt's default: two consecutive fully correct turns)")
     parser.add_argument("--seed", type=int, default=d.seed, help="seed of the final shuffle")
     parser.add_argument("--template-dir", default=None,
                         help="folder with prompt template overrides (default: $COBALT_TEMPLATE_DIR or the packaged ones)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_profile_argument(parser)
 
 
 def config_from_args(args: argparse.Namespace) -> BuildConfig:
@@ -487,10 +532,12 @@ def config_from_args(args: argparse.Namespace) -> BuildConfig:
         variance_pool=args.variance_pool,
         max_prompt_tokens=args.max_prompt_tokens,
         history_max_chars=args.history_max_chars,
+        enable_thinking=args.enable_thinking,
         too_easy_by=args.too_easy_by,
         stop_when=args.stop_when,
         seed=args.seed,
         template_dir=args.template_dir,
+        profile=profile_from_args(args).value,
     )
 
 
@@ -507,7 +554,7 @@ def run(args: argparse.Namespace) -> int:
     count = TokenCounter.from_pretrained(args.model_name, chat_kwargs) if config.max_prompt_tokens > 0 else None
     rows, summary = build_prompts(args.input, config, count, progress=not args.no_progress)
     write_rows([r.to_dict() for r in rows], args.output)
-    report = {"summary": summary.to_dict(), "config": asdict(config), "input": str(args.input),
+    report = {"summary": summary.to_dict(), "profile": config.profile, "config": asdict(config), "input": str(args.input),
               "output": str(args.output), "model_name": args.model_name, "chat_template_kwargs": chat_kwargs}
     write_json_atomic(summary_path(args.output), report)
     print(summary.format())

@@ -171,7 +171,7 @@ async def _score(
         return _failure("malformed ground truth: no test cases", is_val=is_val, prev_best=prev_best,
                         has_code=False, n_tests=0, where=where)
     counter: TokenCounter | None = kwargs.get("token_counter")
-    code = extract_code(response)
+    code = extract_code(response, kwargs.get("profile"))
     if code is None:
         breakdown = shaped_reward_breakdown(response, None, prev_best, is_val=is_val)
         return _result(breakdown, has_code=False, n_tests=len(tests), reason="no code block")

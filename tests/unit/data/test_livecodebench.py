@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import base64
+import io
 import json
 import os
 import pickle
@@ -38,25 +39,35 @@ else:
 """
 
 
+SPLIT_WORDS_STDIN = """import json, sys
+lines = sys.stdin.read().split("\\n")
+words, separator = json.loads(lines[0]), json.loads(lines[1])
+print(json.dumps([piece for word in words for piece in word.split(separator) if piece]))
+"""
+
+
 def source_tests(index: int) -> list[dict]:
     items = json.loads(SOURCE.read_text(encoding="utf-8"))
     tests = items[index]["tests"]
     return ast.literal_eval(tests) if isinstance(tests, str) else tests
 
 
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory):
+@pytest.fixture(scope="module", params=["paper", "cobalt"])
+def prepared(request, tmp_path_factory):
     out = tmp_path_factory.mktemp("lcb") / "lcb.jsonl"
-    rc = cli_main(["preproc-lcb", "--input", str(FIXTURE), "--output", str(out), "--no-progress"])
+    rc = cli_main(["preproc-lcb", "--input", str(FIXTURE), "--output", str(out), "--no-progress",
+                   "--profile", request.param])
     assert rc == 0
-    return out, {r["id"]: r for r in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
+    return out, {r["id"]: r for r in map(json.loads, out.read_text(encoding="utf-8").splitlines())}, request.param
 
 
 def test_good_records_kept_and_bad_ones_reported(prepared):
-    out, records = prepared
+    out, records, profile = prepared
     assert list(records) == ["lcb-19", "lcb-63", "lcb-71", "lcb-190", "lcb-192", "lcb-193"]
     summary = json.loads(out.with_name(out.name + ".summary.json").read_text())
     assert summary["kept"] == 6 and summary["total"] == 9 and summary["bad_records"] == 3
+    assert summary["profile"] == profile
+    assert summary["config"]["functional"] == {"paper": "stdin", "cobalt": "call"}[profile]
     errors = summary["errors"]
     assert any(e.endswith(":7: field 'question_content': missing") for e in errors)
     assert any(":8: field 'private_test_cases': cannot decode: not base64" in e for e in errors)
@@ -65,7 +76,7 @@ def test_good_records_kept_and_bad_ones_reported(prepared):
 
 @pytest.mark.parametrize("index", [19, 63, 71, 190, 192, 193])
 def test_decoded_hidden_tests_are_the_original_tests(prepared, index):
-    _, records = prepared
+    _, records, profile = prepared
     rec = records[f"lcb-{index}"]
     original = source_tests(index)
     public, hidden, tests = (json.loads(rec[k]) for k in ("public_test_cases", "hidden_test_cases", "test_cases"))
@@ -74,48 +85,66 @@ def test_decoded_hidden_tests_are_the_original_tests(prepared, index):
     assert hidden["outputs"] == [t["output"] for t in original[1:]]
     assert tests["inputs"] == public["inputs"] + hidden["inputs"]
     functional = original[0]["testtype"] == "functional"
-    assert ("fn_name" in tests) is functional
+    # paper: functional problems run as stdin tests (no function name), as in the original
+    assert ("fn_name" in tests) is (functional and profile == "cobalt")
 
 
 def test_instruction_is_the_template_with_the_statement_cut_before_examples(prepared):
-    _, records = prepared
+    _, records, profile = prepared
     for rec in records.values():
         assert "Example 1" not in rec["instruction"] and "Sample Input 1" not in rec["instruction"]
         assert rec["instruction"] == prompts.problem_prompt(rec["question"])
-    assert records["lcb-190"]["question"].endswith("the overall winner is the one who reached that number of wins "
-                                                   "first.\nFind the overall winner: Takahashi or Aoki.\n\nInput\n\n"
-                                                   "The input is given from Standard Input in the following format:\n"
-                                                   "N\nS\n\nOutput\n\nIf the overall winner is Takahashi, print T; "
-                                                   "if it is Aoki, print A.\n\nConstraints\n\n\n- 1\\leq N \\leq 100\n"
-                                                   "- N is an integer.\n- S is a string of length N consisting of T and A.")
-    assert "splitWordsBySeparator" in records["lcb-63"]["instruction"]
+    tail = ("the overall winner is the one who reached that number of wins first.\nFind the overall winner: "
+            "Takahashi or Aoki.\n\nInput\n\nThe input is given from Standard Input in the following format:\n"
+            "N\nS\n\nOutput\n\nIf the overall winner is Takahashi, print T; if it is Aoki, print A.\n\n"
+            "Constraints\n\n\n- 1\\leq N \\leq 100\n- N is an integer.\n- S is a string of length N consisting of "
+            "T and A.")
+    if profile == "paper":
+        # the text before "\nSample Input 1\n\n" / "\nExample 1:\n\n", kept as it is
+        # the statement's own Windows line ends are kept too
+        question = records["lcb-190"]["question"]
+        assert question.startswith("Takahashi and Aoki played N games.\r\nYou are given")
+        assert question.replace("\r\n", "\n").endswith(tail + "\n") and question.endswith("T and A.\n")
+        assert records["lcb-19"]["question"].endswith("containing each number exactly once.\n ")
+        assert "splitWordsBySeparator" not in records["lcb-63"]["instruction"]  # no starter code
+    else:
+        assert records["lcb-190"]["question"].endswith(tail) and "\r" not in records["lcb-190"]["question"]
+        assert "containing each number exactly once.\n\nYour program is judged" in records["lcb-19"]["question"]
+        assert "splitWordsBySeparator" in records["lcb-63"]["instruction"]
 
 
-def test_starter_code_can_be_omitted(tmp_path):
-    out = tmp_path / "o.jsonl"
-    lcb.prepare_file(str(FIXTURE), out, with_starter=False, progress=False)
-    rec = json.loads(out.read_text().splitlines()[1])
-    assert rec["id"] == "lcb-63" and "class Solution" not in rec["instruction"]
+def test_starter_code_flag_overrides_the_profile(tmp_path):
+    for profile, flag, shown in (("paper", "append", True), ("cobalt", "omit", False)):
+        out = tmp_path / f"{profile}.jsonl"
+        assert cli_main(["preproc-lcb", "--input", str(FIXTURE), "--output", str(out), "--no-progress",
+                         "--profile", profile, "--starter-code", flag]) == 0
+        rec = json.loads(out.read_text().splitlines()[1])
+        assert rec["id"] == "lcb-63" and ("class Solution" in rec["instruction"]) is shown
 
 
 def test_functional_and_stdin_tests_run_in_the_sandbox(prepared):
-    _, records = prepared
+    _, records, profile = prepared
     client = EvaluatorClient.embedded(max_concurrency=4)
+    # paper: the functional problem is a stdin problem (a program must read the JSON lines itself)
+    good_split = SPLIT_WORDS if profile == "cobalt" else SPLIT_WORDS_STDIN
+    other_split = SPLIT_WORDS_STDIN if profile == "cobalt" else SPLIT_WORDS
     jobs = [
-        (SPLIT_WORDS, records["lcb-63"]["test_cases"]),
+        (good_split, records["lcb-63"]["test_cases"]),
         (WINNER, records["lcb-190"]["test_cases"]),
-        (SPLIT_WORDS.replace("if piece", ""), records["lcb-63"]["test_cases"]),
+        (good_split.replace("if piece", ""), records["lcb-63"]["test_cases"]),
         ("print('T')", records["lcb-190"]["test_cases"]),
+        (other_split, records["lcb-63"]["test_cases"]),
     ]
-    good_call, good_stdin, bad_call, bad_stdin = asyncio.run(client.evaluate_many(jobs))
+    good_call, good_stdin, bad_call, bad_stdin, other = asyncio.run(client.evaluate_many(jobs))
     assert good_call.all_passed and good_stdin.all_passed
     assert not bad_call.all_passed and not bad_stdin.all_passed
+    assert not other.all_passed  # the other profile's form of the program does not fit
 
 
 def test_rerun_resumes_without_duplicates(prepared):
-    out, _ = prepared
+    out, _, profile = prepared
     before = out.read_text(encoding="utf-8")
-    summary = lcb.prepare_file(str(FIXTURE), out, progress=False)
+    summary = lcb.prepare_file(str(FIXTURE), out, progress=False, profile=profile)
     assert out.read_text(encoding="utf-8") == before
     assert summary.kept == 6
 
@@ -137,7 +166,7 @@ def test_malicious_pickle_runs_nothing(tmp_path, protocol):
     assert marker.exists()
     marker.unlink()
     blob = base64.b64encode(zlib.compress(payload)).decode()
-    with pytest.raises(lcb.UnsafePickleError, match="refusing to load"):
+    with pytest.raises(lcb.UnsafePickleError, match="refusing"):
         lcb.decode_private_tests(blob)
     record = json.loads(FIXTURE.read_text().splitlines()[0])
     record["private_test_cases"] = blob
@@ -146,10 +175,118 @@ def test_malicious_pickle_runs_nothing(tmp_path, protocol):
     assert not marker.exists()
 
 
+def _hostile_pickles(marker: Path) -> dict[str, bytes]:
+    """Pickles written by hand, opcode by opcode; each one, loaded by a plain unpickler,
+    creates ``marker`` (a file) and so proves that it runs code."""
+    m = str(marker)
+    py_touch = f"open({m!r}, 'w').close()"
+    sh_touch = f"touch {m}"
+
+    class ViaReduce:
+        def __reduce__(self):
+            return (exec, (py_touch,))
+
+    class ViaPartial:
+        def __reduce__(self):
+            import functools
+
+            return (functools.partial(os.system, sh_touch), ())
+
+    return {
+        "builtins.exec": b"cbuiltins\nexec\n(V" + py_touch.encode() + b"\ntR.",
+        "builtins.eval": b"cbuiltins\neval\n(V" + f"__import__('os').system({sh_touch!r})".encode() + b"\ntR.",
+        "getattr chain": (b"cbuiltins\ngetattr\n(cbuiltins\n__import__\n(Vos\ntRVsystem\ntR(V"
+                          + sh_touch.encode() + b"\ntR."),
+        "os.system": b"cos\nsystem\n(V" + sh_touch.encode() + b"\ntR.",
+        "posix.system": b"cposix\nsystem\n(V" + sh_touch.encode() + b"\ntR.",
+        "INST opcode": b"(V" + sh_touch.encode() + b"\nios\nsystem\n.",
+        "OBJ opcode": b"(cos\nsystem\nV" + sh_touch.encode() + b"\no.",
+        "exec in a list": b"(lp0\ncbuiltins\nexec\n(V" + py_touch.encode() + b"\ntRa.",
+        "__reduce__ protocol 2": pickle.dumps(ViaReduce(), protocol=2),
+        "__reduce__ protocol 5 (STACK_GLOBAL)": pickle.dumps(ViaReduce(), protocol=5),
+        "functools.partial": pickle.dumps(ViaPartial(), protocol=2),
+        # str is the one type allowed as a result; reaching a callable through it still needs a global
+        "str.format through getattr": (b"cbuiltins\ngetattr\n(cbuiltins\nstr\nVformat\ntR(Vx\ntR"
+                                       b"0cbuiltins\nexec\n(V" + py_touch.encode() + b"\ntR."),
+    }
+
+
+def test_hostile_pickles_run_nothing(tmp_path):
+    payloads = _hostile_pickles(tmp_path / "pwned")
+    for name, payload in payloads.items():
+        marker = tmp_path / "pwned"
+        try:  # the payload is real: an ordinary unpickler runs it
+            pickle.loads(payload)
+        except Exception:  # noqa: BLE001 - some return values are not picklable results; the side effect counts
+            pass
+        assert marker.exists(), name
+        marker.unlink()
+        # each guard on its own: the unpickler refuses the global, the opcode check refuses the pickle
+        with pytest.raises(lcb.UnsafePickleError, match="refusing to load"):
+            lcb.StringOnlyUnpickler(io.BytesIO(payload)).load()
+        assert not marker.exists(), name
+        with pytest.raises(lcb.UnsafePickleError, match="refusing pickle opcode"):
+            lcb.check_string_opcodes(payload)
+        with pytest.raises(lcb.UnsafePickleError, match="refusing"):
+            lcb.safe_unpickle_string(payload)
+        assert not marker.exists(), name
+        blob = base64.b64encode(zlib.compress(payload)).decode()
+        with pytest.raises(lcb.UnsafePickleError):
+            lcb.decode_private_tests(blob)
+        assert not marker.exists(), name
+
+
+def test_refusal_happens_before_any_global_is_resolved(tmp_path, monkeypatch):
+    # even a harmless global of an allowed-looking module is refused: the unpickler knows no globals
+    for payload in (b"cbuiltins\nstr\n(V1\ntR.", b"ccopyreg\n_reconstructor\n.", b"c__builtin__\nlen\n."):
+        with pytest.raises(lcb.UnsafePickleError, match="refusing to load"):
+            lcb.StringOnlyUnpickler(io.BytesIO(payload)).load()
+        with pytest.raises(lcb.UnsafePickleError, match="refusing pickle opcode"):
+            lcb.safe_unpickle_string(payload)
+
+
+def test_extension_registry_and_persistent_ids_are_refused(tmp_path):
+    import copyreg
+
+    marker = tmp_path / "pwned"
+    code = 0x7A11
+    copyreg.add_extension("os", "system", code)
+    try:
+        # EXT2 <code> pushes os.system through the registry, then one argument and REDUCE
+        payload = b"\x80\x02\x83" + code.to_bytes(2, "little") + b"X" \
+            + len(f"touch {marker}").to_bytes(4, "little") + f"touch {marker}".encode() + b"\x85R."
+        pickle.loads(payload)  # also fills copyreg's extension cache
+        assert marker.exists()
+        marker.unlink()
+        # with the cache filled, the unpickler would call os.system without asking find_class:
+        # the opcode check is what stops it
+        with pytest.raises(lcb.UnsafePickleError, match="refusing pickle opcode EXT2"):
+            lcb.safe_unpickle_string(payload)
+        assert not marker.exists()
+    finally:
+        copyreg.remove_extension("os", "system", code)
+    for payload in (b"P1\n.", b"\x80\x02K\x01Q."):
+        with pytest.raises(lcb.UnsafePickleError, match="persistent"):
+            lcb.StringOnlyUnpickler(io.BytesIO(payload)).load()
+        with pytest.raises(lcb.UnsafePickleError, match="refusing pickle opcode"):
+            lcb.safe_unpickle_string(payload)
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_plain_strings_pass_both_guards(protocol):
+    text = json.dumps([{"input": "1 2\n", "output": "3", "testtype": "stdin"}]) + "é" * 70000
+    payload = pickle.dumps(text, protocol=protocol)
+    lcb.check_string_opcodes(payload)
+    assert lcb.safe_unpickle_string(payload) == text
+
+
 def test_pickle_of_anything_but_a_string_is_refused():
-    blob = base64.b64encode(zlib.compress(pickle.dumps([{"input": "1", "output": "1"}]))).decode()
-    with pytest.raises(lcb.UnsafePickleError, match="expected a pickled string"):
+    payload = pickle.dumps([{"input": "1", "output": "1"}])
+    blob = base64.b64encode(zlib.compress(payload)).decode()
+    with pytest.raises(lcb.UnsafePickleError, match="refusing pickle opcode"):
         lcb.decode_private_tests(blob)
+    # a list needs no global either, so the unpickler alone would load it: the opcode check refuses it
+    assert lcb.StringOnlyUnpickler(io.BytesIO(payload)).load() == [{"input": "1", "output": "1"}]
 
 
 def test_encoding_round_trip_and_size_cap():
@@ -161,23 +298,32 @@ def test_encoding_round_trip_and_size_cap():
 
 
 @pytest.mark.parametrize(
-    "text, expected",
+    "text, paper, cobalt",
     [
-        ("Do X.\n\nExample 1:\nInput: 1", "Do X."),
-        ("Read N.\r\n\r\nSample Input 1\r\n\r\n3", "Read N."),
-        ("A\n\nSample Input 1\n\nExample 1:", "A"),
-        ("No examples here.\n", "No examples here."),
+        ("Do X.\n\nExample 1:\n\nInput: 1", "Do X.\n", "Do X."),
+        ("Do X.\n \nExample 1:\n\nInput: 1", "Do X.\n ", "Do X."),
+        ("Do X.\n\nExample 1:\nInput: 1", "Do X.\n\nExample 1:\nInput: 1", "Do X."),  # one newline: no paper cut
+        ("Do X. Example 1:\n\nInput: 1", "Do X. Example 1:\n\nInput: 1", "Do X."),  # not at a line start
+        ("Read N.\n\nSample Input 1\n\n3", "Read N.\n", "Read N."),
+        ("Read N.\r\n\r\nSample Input 1\r\n\r\n3", "Read N.\r\n\r\nSample Input 1\r\n\r\n3", "Read N."),
+        # paper tries "Example 1:" first even when "Sample Input 1" comes earlier
+        ("A\nSample Input 1\n\nB\nExample 1:\n\nC", "A\nSample Input 1\n\nB", "A"),
+        ("A\n\nSample Input 1\n\nExample 1:", "A\n", "A"),
+        ("No examples here.\n", "No examples here.\n", "No examples here."),
     ],
 )
-def test_cut_statement(text, expected):
-    assert lcb.cut_statement(text) == expected
+def test_cut_statement_per_profile(text, paper, cobalt):
+    assert lcb.cut_statement(text) == paper
+    assert lcb.cut_statement(text, profile="paper") == paper
+    assert lcb.cut_statement(text, profile="cobalt") == cobalt
 
 
 def test_help_lists_flags(capsys):
     with pytest.raises(SystemExit):
         cli_main(["preproc-lcb", "--help"])
     text = capsys.readouterr().out
-    for flag in ("--input", "--hub-file", "--output", "--starter-code", "--template-dir", "--max-decoded-mb"):
+    for flag in ("--input", "--hub-file", "--output", "--starter-code", "--functional", "--template-dir",
+                 "--max-decoded-mb", "--profile"):
         assert flag in text
 
 

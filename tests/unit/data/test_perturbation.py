@@ -32,17 +32,40 @@ def test_duplicates_go_last_and_the_first_two_are_swapped():
     assert p.outputs[2:] == tuple(outputs[i] for i in p.order[2:])
 
 
-def test_duplicates_keep_their_shuffled_order():
-    # a duplicate is whichever copy the shuffle puts second
-    outputs = ["x", "x", "y"]
-    for seed in range(20):
-        rng = random.Random(seed)
-        order = list(range(3))
-        random.Random(seed).shuffle(order)
-        p = perturb_tests(["a", "b", "c"], outputs, rng)
-        first_x = next(i for i in order if outputs[i] == "x")
-        assert set(p.order[:2]) == {first_x, 2}
-        assert p.order[2] == ({0, 1} - {first_x}).pop()
+class FixedShuffle(random.Random):
+    """A random source whose shuffle applies a permutation chosen by hand (position k gets item
+    ``perm[k]``), so that each expected result below can be worked out on paper."""
+
+    def __init__(self, perm: list[int]):
+        super().__init__(0)
+        self.perm = perm
+
+    def shuffle(self, x) -> None:  # noqa: D102
+        x[:] = [x[i] for i in self.perm]
+
+
+@pytest.mark.parametrize(
+    "outputs, perm, order, n_unique, new_outputs",
+    [
+        # visit 1 (x), 2 (y), 0 (x again: a duplicate)
+        (["x", "x", "y"], [1, 2, 0], (1, 2, 0), 2, ("y", "x", "x")),
+        # visit 0 (x), 1 (x: duplicate), 2 (y): the unique ones come first
+        (["x", "x", "y"], [0, 1, 2], (0, 2, 1), 2, ("y", "x", "x")),
+        # stripped outputs decide: " 1" and "1\n" are the same output
+        (["1", " 1", "2", "3", "1\n"], [4, 3, 1, 2, 0], (4, 3, 2, 1, 0), 3, ("3", "1\n", "2", " 1", "1")),
+        # the two modified tests are the first two unique ones in the shuffled order
+        (["a", "b", "c", "d"], [3, 0, 2, 1], (3, 0, 2, 1), 4, ("a", "d", "c", "b")),
+        # duplicates keep the order in which the shuffle visited them
+        (["p", "q", "p", "q", "p"], [4, 2, 3, 0, 1], (4, 3, 2, 0, 1), 2, ("q", "p", "p", "p", "q")),
+    ],
+)
+def test_hand_worked_orders(outputs, perm, order, n_unique, new_outputs):
+    inputs = [f"in{i}" for i in range(len(outputs))]
+    p = perturb_tests(inputs, outputs, FixedShuffle(perm))
+    assert p.order == order and p.n_unique == n_unique
+    assert p.outputs == new_outputs
+    assert p.inputs == tuple(f"in{i}" for i in order)
+    assert p.modified == order[:2]
 
 
 @pytest.mark.parametrize(

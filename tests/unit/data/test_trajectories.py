@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import random
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,6 @@ from cobalt.data.trajectories import (
     select_trajectories,
 )
 from cobalt.io import RecordError
-from cobalt.text import answer_for_history
 
 REPO = Path(__file__).resolve().parents[3]
 SHARED = REPO.parent / "shared" / "data"
@@ -175,14 +173,17 @@ def test_one_failing_first_turn_keeps_the_problem(leetcode):
     assert sorted(r.id for r in rows) == ["p/s2/t1", "p/s2/t2", "p/t0"]
 
 
-def test_too_easy_by_public_tests_or_fully(leetcode):
+def test_too_easy_is_judged_on_all_tests_by_default(leetcode):
     t = texts(leetcode, 2)
-    # every first turn passes the 4 public tests but only half of the hidden ones
+    # every first turn passes the 4 public tests but only half of the hidden ones: not too easy
+    # on all tests (the original, METHOD §9), too easy on the public ones alone
     obj = record("p", [[turn(t[0], 12), turn(t[1], 20)], [turn(t[1], 12)]], pad=False)
-    assert run_one(obj)[1].problems_too_easy == 1
-    rows, summary = run_one(obj, BuildConfig(too_easy_by="full"))
-    assert summary.problems_too_easy == 0
-    assert sorted(r.id for r in rows) == ["p/s0/t1", "p/s0/t2", "p/t0"]
+    # paper stops s0 before t = 2: the feedbacks after turns 0 and 1 are both the all-passed message
+    for profile, ids in (("paper", ["p/s0/t1", "p/t0"]), ("cobalt", ["p/s0/t1", "p/s0/t2", "p/t0"])):
+        rows, summary = run_one(obj, BuildConfig(profile=profile))
+        assert summary.problems_too_easy == 0
+        assert sorted(r.id for r in rows) == ids
+    assert run_one(obj, BuildConfig(too_easy_by="public"))[1].problems_too_easy == 1
 
 
 # ------------------------------------------------------------------ trajectory selection
@@ -273,7 +274,8 @@ def test_all_public_passed_feedback_message(leetcode):
     t = texts(leetcode, 2)
     obj = record("ap", [[turn(t[0], 10), turn(t[1], 20)]])
     (row,) = [r for r in run_one(obj)[0] if r.turn == 1]
-    assert row.messages[-1]["content"] == prompts.feedback_all_public_passed()
+    # the all-passed sentence is wrapped in the repair instruction, like any feedback
+    assert row.messages[-1]["content"] == prompts.repair_prompt(prompts.feedback_all_public_passed())
 
 
 def test_instruction_of_the_data_set_is_used_as_is(leetcode):
@@ -283,17 +285,31 @@ def test_instruction_of_the_data_set_is_used_as_is(leetcode):
         assert row.messages[1] == {"role": "user", "content": "LCB instruction text"}
 
 
-def test_history_keeps_only_the_answer_after_think_cut_to_6000_chars(leetcode):
+def test_history_text_depends_on_the_thinking_flag(leetcode):
     answer = "\n\n".join(texts(leetcode, 12, start=40))
     assert len(answer) > 6000
-    thinking = "<think>\nLet me reason about the problem first.\n" + leetcode[5]["response"] + "\n</think>\n\n" + answer
+    reasoning = "Let me reason about the problem first.\n" + leetcode[5]["response"]
+    # two </think>: the history keeps what follows the LAST one (METHOD §9)
+    thinking = f"<think>\n{reasoning}\n</think>\nstray text\n</think>\n\n  {answer}  "
     obj = record("th", [[turn(thinking, 0), turn(thinking, 20)]])
-    (row,) = [r for r in run_one(obj)[0] if r.turn == 1]
-    content = row.messages[2]["content"]
-    assert content == answer.strip()[:6000] == answer_for_history(thinking)
-    assert "<think>" not in content and len(content) == 6000
-    (row,) = [r for r in run_one(obj, BuildConfig(history_max_chars=0))[0] if r.turn == 1]
-    assert row.messages[2]["content"] == answer.strip()
+
+    def history(config):
+        (row,) = [r for r in run_one(obj, config)[0] if r.turn == 1]
+        return row.messages[2]["content"]
+
+    for profile in ("paper", "cobalt"):
+        content = history(BuildConfig(enable_thinking=True, profile=profile))
+        assert content == answer[:6000] and len(content) == 6000  # answer has no outer blanks of its own
+        assert history(BuildConfig(enable_thinking=True, history_max_chars=0, profile=profile)) == answer
+        # without the flag (and for API models) the full response, uncut
+        assert history(BuildConfig(profile=profile)) == thinking
+
+
+def test_history_without_think_tag_is_kept_unstripped(leetcode):
+    text = "  " + leetcode[7]["response"]
+    obj = record("nt", [[turn(text, 0), turn(text, 20)]])
+    (row,) = [r for r in run_one(obj, BuildConfig(enable_thinking=True))[0] if r.turn == 1]
+    assert row.messages[2]["content"] == text[:6000]
 
 
 def test_history_is_limited_to_three_turns(leetcode):
@@ -308,38 +324,54 @@ def test_history_is_limited_to_three_turns(leetcode):
 
 def test_trajectory_shorter_than_the_history_limit(leetcode):
     t = texts(leetcode, 2)
-    rows, _ = run_one(record("short", [[turn(t[0], 5), turn(t[1], 20)]]))
+    rows, _ = run_one(record("short", [[turn(t[0], 3), turn(t[1], 20)]]))
     assert sorted(r.turn for r in rows) == [0, 1, 2]
 
 
-def test_early_stop_after_two_consecutive_correct_turns(leetcode):
+# Early stop, by hand. Each trajectory has 4 turns given as tests passed out of 20 (>= 4:
+# every public test passes, so the feedback is the all-passed message; 20: fully correct).
+# Expected: the turns t of the emitted partial prompts (history_turns = 3), per rule.
+EARLY_STOP_CASES = [
+    # turns       paper      public     correct
+    ([10, 20, 20, 20], [1], [1], [1, 2]),           # all-passed feedback after turns 0 and 1
+    ([20, 2, 20, 20], [], [1, 2, 3], [1, 2, 3]),     # issue rule (b): rate 1.0 at turns 0 and 2, t = 1
+    ([2, 12, 16, 20], [1, 2], [1, 2], [1, 2, 3]),   # public passes at turns 1, 2, hidden does not
+    ([20, 20, 3, 20], [1], [1], [1]),                # two correct turns first
+    ([3, 20, 2, 20], [1, 2, 3], [1, 2, 3], [1, 2, 3]),  # rule (b) only looks at t = 1 (turns 1, 3 here)
+    ([0, 20, 4, 1], [1, 2], [1, 2], [1, 2, 3]),     # correct, then all-public but not correct
+]
+
+
+@pytest.mark.parametrize("ks, paper, public, correct", EARLY_STOP_CASES)
+def test_early_stop_rules(leetcode, ks, paper, public, correct):
     t = texts(leetcode, 4, start=60)
-    obj = record("es", [[turn(t[0], 10), turn(t[1], 20), turn(t[2], 20), turn(t[3], 20)]])
-    rows, summary = run_one(obj)
-    # t=1 (.5), t=2 (.5, 1): emitted; t=3 would follow turns 1 and 2, both correct: stop
-    assert sorted(r.turn for r in rows) == [0, 1, 2]
-    assert summary.early_stops == 1 and summary.prompts_cut_by_length == 0
+    obj = record("es", [[turn(t[i], k) for i, k in enumerate(ks)]])
+    expected = {"paper": paper, "public": public, "correct": correct}
+    for rule, turns in expected.items():
+        rows, summary = run_one(obj, BuildConfig(stop_when=rule))
+        assert sorted(r.turn for r in rows if r.turn) == turns, rule
+        assert summary.early_stops == (len(turns) < 3), rule
 
 
-def test_correct_then_wrong_then_correct_does_not_stop(leetcode):
+def test_early_stop_rule_follows_the_profile(leetcode):
+    assert BuildConfig().stop_when == "paper" and BuildConfig(profile="paper").stop_when == "paper"
+    assert BuildConfig(profile="cobalt").stop_when == "correct"
+    assert BuildConfig(profile="cobalt", stop_when="public").stop_when == "public"
     t = texts(leetcode, 4, start=60)
-    obj = record("nostop", [[turn(t[0], 20), turn(t[1], 4), turn(t[2], 20), turn(t[3], 20)]])
-    rows, summary = run_one(obj)
-    assert sorted(r.turn for r in rows) == [0, 1, 2, 3] and summary.early_stops == 0
+    obj = record("es", [[turn(t[i], k) for i, k in enumerate([20, 2, 20, 20])]])
+    assert [r.turn for r in run_one(obj)[0]] == [0]
+    assert sorted(r.turn for r in run_one(obj, BuildConfig(profile="cobalt"))[0]) == [0, 1, 2, 3]
 
 
-def test_stop_when_public_uses_public_verdicts(leetcode):
-    t = texts(leetcode, 4, start=60)
-    # turns 1 and 2 pass the public tests but not every hidden one: 'correct' goes on, 'public' stops
-    obj = record("pub", [[turn(t[0], 0), turn(t[1], 12), turn(t[2], 16), turn(t[3], 20)]])
-    assert sorted(r.turn for r in run_one(obj)[0]) == [0, 1, 2, 3]
-    rows, summary = run_one(obj, BuildConfig(stop_when="public"))
-    assert sorted(r.turn for r in rows) == [0, 1, 2] and summary.early_stops == 1
+def test_two_turn_trajectory_has_no_turn_2_for_rule_b(leetcode):
+    t = texts(leetcode, 2, start=60)
+    rows, summary = run_one(record("two", [[turn(t[0], 20), turn(t[1], 3)]]))
+    assert sorted(r.turn for r in rows if r.turn) == [1, 2] and summary.early_stops == 0
 
 
 def test_length_cut_with_the_qwen3_chat_template(leetcode, counter, tokenizer):
     t = texts(leetcode, 4, start=70)
-    obj = record("len", [[turn(t[0], 0), turn(t[1], 5), turn(t[2], 10), turn(t[3], 20)]])
+    obj = record("len", [[turn(t[0], 0), turn(t[1], 3), turn(t[2], 2), turn(t[3], 20)]])
     parsed = parse(obj)
     lengths = [
         len(tokenizer.apply_chat_template(history_messages(parsed.problem, parsed.samples[0], k, BuildConfig()),
@@ -364,14 +396,15 @@ def test_default_10000_token_limit_on_long_thinking_trajectories(leetcode, count
         question += row["query"].split("### Question:", 1)[-1].strip() + "\n\n"
         if counter([{"role": "user", "content": question}]) > 7000:
             break
-    obj = record("big", [[turn(responses[0], 0), turn(responses[1], 6), turn(responses[2], 12), turn(responses[3], 20)]],
+    obj = record("big", [[turn(responses[0], 0), turn(responses[1], 3), turn(responses[2], 2), turn(responses[3], 20)]],
                  question=question)
     parsed = parse(obj)
-    lengths = [counter(history_messages(parsed.problem, parsed.samples[0], k, BuildConfig())) for k in (1, 2, 3)]
+    config = BuildConfig(enable_thinking=True)
+    lengths = [counter(history_messages(parsed.problem, parsed.samples[0], k, config)) for k in (1, 2, 3)]
     expected = [k for k, n in zip((1, 2, 3), lengths) if n <= 10_000]
     assert 0 < len(expected) < 3, lengths  # the data really crosses the limit
     print("prompt lengths t=1..3:", lengths)
-    rows, summary = run_one(obj, BuildConfig(), counter)
+    rows, summary = run_one(obj, config, counter)
     assert sorted(r.turn for r in rows if r.turn) == expected
     assert summary.prompts_cut_by_length == 1
 
@@ -401,15 +434,23 @@ def test_file_with_bad_records_processes_the_others(tmp_path, leetcode):
 
 
 def test_seeded_shuffle(tmp_path, leetcode):
+    # properties only (the expected order is not recomputed with the code's own shuffle): a seed
+    # gives one order, other seeds other orders of the same rows, and rows of one problem are
+    # spread out rather than left in file order
     t = texts(leetcode, 3)
-    recs = [record(f"p{i}", [[turn(t[0], i % 5), turn(t[1], 10), turn(t[2], 20)]]) for i in range(12)]
+    recs = [record(f"p{i}", [[turn(t[0], i % 3), turn(t[1], 10), turn(t[2], 20)]]) for i in range(12)]
     path = write_jsonl(tmp_path / "in.jsonl", recs)
     a, _ = build_prompts(path, BuildConfig(seed=1), None)
     b, _ = build_prompts(path, BuildConfig(seed=1), None)
-    c, _ = build_prompts(path, BuildConfig(seed=2), None)
-    assert [r.id for r in a] == [r.id for r in b]
-    assert [r.id for r in a] != [r.id for r in c] and sorted(r.id for r in a) == sorted(r.id for r in c)
-    unshuffled = [r.id for rec in recs for r in process_record(parse(rec), BuildConfig(), None, BuildSummary())]
-    expected = list(unshuffled)
-    random.Random(1).shuffle(expected)
-    assert [r.id for r in a] == expected
+    others = [build_prompts(path, BuildConfig(seed=s), None)[0] for s in (2, 3)]
+    ids = [r.id for r in a]
+    assert ids == [r.id for r in b]
+    # by hand: each problem gives t0 and partial prompts t1, t2 (turn 1 passes the public
+    # tests but the turn-0 feedback is a failure, so no early stop): 3 rows x 12 problems
+    expected = sorted(f"p{i}/{suffix}" for i in range(12) for suffix in ("t0", "s0/t1", "s0/t2"))
+    assert sorted(ids) == expected
+    for other in others:
+        assert sorted(r.id for r in other) == expected and [r.id for r in other] != ids
+    in_file_order = [f"p{i}/{suffix}" for i in range(12) for suffix in ("t0", "s0/t1", "s0/t2")]
+    assert ids != in_file_order
+    assert ids[:3] != in_file_order[:3] and len({i.split("/")[0] for i in ids[:6]}) > 2

@@ -1,19 +1,33 @@
 """`cobalt build-prompts` and the paper's shim on the trajectory fixture, with hand-derived outcomes.
 
 The fixture (tests/fixtures/trajectories) has 4 public and 8 hidden tests per
-problem, so a turn passing p public tests with hidden rate h has pass rate
-(p + 8h) / 12. Expected outcomes, worked out by hand from PATTERNS in
-build_trajectory_fixture.py:
+problem; its verdicts and feedback come from real sandbox runs. A turn passing
+p public tests with hidden rate h has pass rate (p + 8h) / 12. Expected
+outcomes, worked out by hand from PATTERNS in build_trajectory_fixture.py,
+under the paper profile (stop rules: (a) the feedbacks after the last two turns
+are both the all-passed message, i.e. p = 4 twice; (b) at t = 1, rate 1.0 at
+turns 0 and 2):
 
-- too-easy: every first turn passes the public tests -> dropped.
+- too-easy: every first turn is fully correct -> dropped.
+- public-easy: first turns pass every public test but s1 (rate 10/12) not every
+  hidden one -> kept (dynamic sampling looks at all tests). s1: d = 1/6; t = 1,
+  then (a) stops -> 1 prompt (training and evaluation).
 - many-improving: d = 1, .75, 5/12, .5, .25, 1, 0 -> six kept; max variance picks
-  the two smallest (s4 .25, s2 5/12) and the two largest (s0, s5: 1) -> 4 x 3 prompts.
-  Evaluation: smallest d is s4 -> 3 prompts.
+  the two smallest (s4 .25, s2 5/12) and the two largest (s0, s5: 1).
+  s4 (p = 4 throughout): 1 prompt, stop (a); s2 (p = 3, 4, 4): 2, stop (a);
+  s0, s5: 3 each -> 9. Evaluation: smallest d is s4 -> 1, one stop.
 - never-correct: no training trajectory; evaluation keeps s0 (d = 5/12 < .5) -> 3.
-- two-paths: s0 (.75, 1, 1, 1) stops before t = 3 (turns 1 and 2 correct) -> 2;
-  s1 -> 3; s2 has d = 0. Evaluation keeps s0 (d = .25) -> 2 and one early stop.
-- regress-then-fix: s0 and s1 -> 3 + 3; evaluation keeps s0 (d = 2/3) -> 3.
+- two-paths: s0 (p = 3, 4, 4) -> 2, stop (a); s1 -> 3; s2 has d = 0.
+  Evaluation keeps s0 (d = .25) -> 2, one stop.
+- regress-then-fix: s0 (rates 1, 1/3, 1, 1): rule (b) at t = 1 -> 0 prompts;
+  s1 -> 3. Evaluation keeps s0 (d = 2/3) -> 0, one stop.
 - slow-climb: s0 never correct; s1, s2 -> 3 + 3; evaluation keeps s0 (d = 2/3) -> 3.
+
+Training: 6 first-turn + 1 + 9 + 5 + 3 + 6 = 30 prompts, 5 early stops.
+Evaluation: 6 + 1 + 1 + 3 + 2 + 0 + 3 = 16 prompts, 4 early stops.
+Under the cobalt profile (stop after two consecutive fully correct turns):
+public-easy 2, many-improving 3 x 4, two-paths 2 + 3 (s0 stops: turns 1, 2
+correct), regress-then-fix 3 + 3, slow-climb 3 + 3 -> 31 partial + 6 = 37, 1 stop.
 """
 from __future__ import annotations
 
@@ -42,42 +56,73 @@ def test_training_prompts_from_the_fixture(tmp_path):
     assert rc == 0
     rows = read_jsonl(out)
     summary = json.loads((tmp_path / "train.jsonl.summary.json").read_text())["summary"]
+    report = json.loads((tmp_path / "train.jsonl.summary.json").read_text())
+    assert report["profile"] == report["config"]["profile"] == "paper"
+    assert report["config"]["stop_when"] == "paper" and report["config"]["too_easy_by"] == "full"
     assert {k: summary[k] for k in ("records_read", "problems_too_easy", "problems_considered", "problems_kept",
                                     "trajectories_kept", "first_turn_prompts", "partial_prompts", "prompts",
                                     "early_stops", "prompts_cut_by_length")} == {
-        "records_read": 6, "problems_too_easy": 1, "problems_considered": 5, "problems_kept": 4,
-        "trajectories_kept": 10, "first_turn_prompts": 5, "partial_prompts": 29, "prompts": 34,
-        "early_stops": 1, "prompts_cut_by_length": 0,
+        "records_read": 7, "problems_too_easy": 1, "problems_considered": 6, "problems_kept": 5,
+        "trajectories_kept": 11, "first_turn_prompts": 6, "partial_prompts": 24, "prompts": 30,
+        "early_stops": 5, "prompts_cut_by_length": 0,
     }
     chosen = {(r["problem_id"].split("/")[0], r["sample_index"]) for r in rows if r["sample_index"] is not None}
-    assert chosen == {("many-improving", 4), ("many-improving", 2), ("many-improving", 0), ("many-improving", 5),
-                      ("two-paths", 0), ("two-paths", 1), ("regress-then-fix", 0), ("regress-then-fix", 1),
+    assert chosen == {("public-easy", 1), ("many-improving", 4), ("many-improving", 2), ("many-improving", 0),
+                      ("many-improving", 5), ("two-paths", 0), ("two-paths", 1), ("regress-then-fix", 1),
                       ("slow-climb", 1), ("slow-climb", 2)}
-    assert sorted(r["turn"] for r in rows if r["problem_id"].startswith("two-paths/") and r["sample_index"] == 0) == [1, 2]
+    turns = {}
+    for r in rows:
+        if r["sample_index"] is not None:
+            turns.setdefault((r["problem_id"].split("/")[0], r["sample_index"]), []).append(r["turn"])
+    assert sorted(turns[("two-paths", 0)]) == [1, 2] and sorted(turns[("many-improving", 2)]) == [1, 2]
+    assert turns[("many-improving", 4)] == [1] and turns[("public-easy", 1)] == [1]
     best = {(r["problem_id"].split("/")[0], r["sample_index"], r["turn"]): r["prev_best_pass_rate"] for r in rows}
-    assert best[("regress-then-fix", 0, 2)] == pytest.approx(1.0)  # 1 then 1/3: the best so far stays 1
+    assert best[("many-improving", 2, 2)] == pytest.approx(11 / 12)
     assert best[("regress-then-fix", 1, 3)] == pytest.approx(7 / 12)
     assert best[("slow-climb", 2, 1)] == pytest.approx(1 / 6)
     assert all(best[k] == 0.0 for k in best if k[1] is None)
     assert len({r["id"] for r in rows}) == len(rows)
 
 
+def test_training_prompts_under_the_cobalt_profile(tmp_path):
+    out = tmp_path / "train.jsonl"
+    assert main(["build-prompts", "-i", str(FIXTURE), "-o", str(out), "--max-prompt-tokens", "0", "--no-progress",
+                 "--profile", "cobalt"]) == 0
+    report = json.loads((tmp_path / "train.jsonl.summary.json").read_text())
+    assert report["profile"] == "cobalt" and report["config"]["stop_when"] == "correct"
+    summary = report["summary"]
+    assert (summary["partial_prompts"], summary["prompts"], summary["early_stops"]) == (31, 37, 1)
+
+
+def test_feedback_in_prompts_is_the_real_evaluator_output(tmp_path):
+    # the fixture's feedback comes from sandbox runs: wrong outputs and tracebacks of the programs
+    out = tmp_path / "train.jsonl"
+    assert main(["build-prompts", "-i", str(FIXTURE), "-o", str(out), "--max-prompt-tokens", "0",
+                 "--no-progress"]) == 0
+    users = [m["content"] for r in read_jsonl(out) for m in r["messages"][3::2]]
+    assert any("RuntimeError: this case is not handled yet" in u for u in users)
+    assert any("?" in u and "Expected" in u for u in users)
+
+
 def test_evaluation_prompts_through_the_paper_shim(tmp_path):
     out = tmp_path / "val.parquet"
     cmd = [sys.executable, str(REPO / "preproc" / "process_multi_turn_taco.py"), "--input_file", str(FIXTURE),
            "--output_file", str(out), "--model_name", str(TOKENIZER), "--is_test", "--no-progress"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=os.environ | {"PYTHONPATH": ""})
+    # the checkout under test, not whichever cobalt the environment has installed
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=os.environ | {"PYTHONPATH": str(REPO / "src")})
     assert proc.returncode == 0, proc.stderr
-    assert "prompts:                   19" in proc.stdout
+    assert "prompts:                   16" in proc.stdout
     import pyarrow.parquet as pq
 
     rows = pq.read_table(out).to_pylist()
     chosen = {r["problem_id"].split("/")[0]: r["sample_index"] for r in rows if r["sample_index"] is not None}
-    assert chosen == {"many-improving": 4, "never-correct": 0, "two-paths": 0, "regress-then-fix": 0, "slow-climb": 0}
+    # regress-then-fix keeps s0, which rule (b) stops before any prompt
+    assert chosen == {"public-easy": 1, "many-improving": 4, "never-correct": 0, "two-paths": 0, "slow-climb": 0}
     assert max(r["turn"] for r in rows) == 3
-    assert sum(r["turn"] == 0 for r in rows) == 5
+    assert sum(r["turn"] == 0 for r in rows) == 6
     summary = json.loads((tmp_path / "val.parquet.summary.json").read_text())
-    assert summary["config"]["is_test"] is True and summary["summary"]["early_stops"] == 1
+    assert summary["config"]["is_test"] is True and summary["summary"]["early_stops"] == 4
+    assert summary["profile"] == "paper"
 
 
 def test_bad_lines_are_reported_and_the_rest_processed(tmp_path, capsys):
@@ -92,8 +137,8 @@ def test_bad_lines_are_reported_and_the_rest_processed(tmp_path, capsys):
     assert f"{bad}:2" in err
     assert f"{bad}:3: field 'samples[2].turns[0].public.passing'" in err
     summary = json.loads((tmp_path / "out.jsonl.summary.json").read_text())["summary"]
-    assert (summary["records_read"], summary["records_valid"], summary["bad_records"]) == (7, 5, 2)
-    assert summary["problems_kept"] == 3  # many-improving was the broken one
+    assert (summary["records_read"], summary["records_valid"], summary["bad_records"]) == (8, 6, 2)
+    assert summary["problems_kept"] == 4  # public-easy was the broken one
     assert not list(tmp_path.glob("*.tmp"))
 
 
@@ -110,6 +155,7 @@ def test_help_explains_every_flag(capsys):
     text = capsys.readouterr().out
     for flag in ("--input", "--input_file", "--output_file", "--model_name", "--is_test", "--history-turns",
                  "--max-trajectories", "--variance-pool", "--max-prompt-tokens", "--history-max-chars",
-                 "--too-easy-by", "--stop-when", "--seed", "--template-dir", "--chat-template-kwargs", "--no-progress"):
+                 "--too-easy-by", "--stop-when", "--seed", "--template-dir", "--chat-template-kwargs", "--no-progress",
+                 "--enable-thinking", "--profile"):
         assert flag in text
     assert "(default: 10000)" in text and "(default: 6000)" in text and "(default: 16)" in text
