@@ -125,6 +125,9 @@ def main() -> None:
 
     t_cobalt, t_base = asyncio.run(bench())
     marginal, startup = marginal_test_cost(executor)
+    # The same measure without the per-sandbox and per-test cgroups, in this run.
+    plain = LocalExecutor(options=ExecOptions(allow_packages=True), max_workers=args.workers, cgroups=False)
+    marginal_plain, startup_plain = marginal_test_cost(plain)
     cores = min(args.workers, os.cpu_count() or 1)
     rows = [("fresh sandbox per test (paper)", t_base), ("cobalt: sandbox per program, fork per test", t_cobalt)]
     print(f"job: {len(jobs)} LeetCode programs, {n_tests} tests, {args.workers} in flight, {os.cpu_count()} CPUs")
@@ -135,7 +138,11 @@ def main() -> None:
         print(f"{name:<45} {n_tests / t:8.1f} tests/s   {t:7.2f} s   overhead {overhead * 1e3:6.2f} ms/test")
     print(f"speed-up: {t_base / t_cobalt:.1f}x")
     print(f"marginal cost of one more test (fork, limits, pipes, judging; trivial program): {marginal * 1e3:.2f} ms; "
-          f"sandbox start-up per program: {startup * 1e3:.1f} ms")
+          f"sandbox start-up per program: {startup * 1e3:.1f} ms" + (" (cgroups)" if executor._cgroups else ""))
+    print(f"without cgroups: marginal cost {marginal_plain * 1e3:.2f} ms; "
+          f"sandbox start-up {startup_plain * 1e3:.1f} ms; "
+          f"cgroups add {(startup - startup_plain) * 1e3:+.1f} ms per program, "
+          f"{(marginal - marginal_plain) * 1e3:+.2f} ms per test")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,15 @@
 """Faults around the evaluator: a replica killed mid-request, the service
-unreachable, a full output disk. Every call must return (a result, failing when
-the call failed) within its timeout; nothing may hang or be corrupted."""
+unreachable, a full output disk. Every call must return a result (failing, with
+the reason, when the call failed); nothing may hang or be corrupted. These tests
+assert behaviour only (a kill happened, a result came, what it says); how long
+recovery takes is measured by benchmarks/soak_service.py, not asserted here.
+A generous outer wait turns a hang into a failure instead of a stuck run."""
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import resource
 import subprocess
 import sys
 import textwrap
@@ -20,6 +24,8 @@ from cobalt.execution.client import EvaluatorClient
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FAST = Limits(test_wall_s=2.0, test_cpu_s=2.0, program_wall_s=10.0, memory_bytes=256 << 20)
+TINY_BYTES = 16 << 10
+HANG_GUARD_S = 300
 
 
 def _jobs_file(path: Path, n: int) -> list[str]:
@@ -33,35 +39,69 @@ def _jobs_file(path: Path, n: int) -> list[str]:
     return ids
 
 
-def _exec(jobs: Path, out: Path) -> subprocess.CompletedProcess:
+def _exec(jobs: Path, out: Path, fsize: int | None = None) -> subprocess.CompletedProcess:
+    """``cobalt exec`` on ``jobs``; with ``fsize``, no file it writes may grow past that
+    many bytes (RLIMIT_FSIZE, soft limit only: the sandboxes' runner sets its own)."""
     cmd = [str(Path(sys.executable).with_name("cobalt")), "exec", "--input", str(jobs), "--output", str(out),
            "--workers", "2", "--no-progress", "--memory-mb", "256"]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
+
+    def limit_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=HANG_GUARD_S, cwd=REPO_ROOT,
+                          preexec_fn=limit_files if fsize else None)
 
 
-@pytest.fixture
-def tiny_disk(tmp_path):
-    """A 16 KiB tmpfs mounted under the test's tmp dir (needs root; skipped otherwise)."""
+class Disk:
+    """Where the results go, and how that place runs out of room."""
+
+    def __init__(self, kind: str, folder: Path):
+        self.kind, self.folder = kind, folder
+        # A full tmpfs says ENOSPC; a file at the size limit says EFBIG. Python ignores
+        # SIGXFSZ, so cobalt exec gets the error from write() in both cases.
+        self.error = "No space left on device" if kind == "tmpfs" else "File too large"
+
+    def run(self, jobs: Path, out: Path) -> subprocess.CompletedProcess:
+        return _exec(jobs, out, fsize=TINY_BYTES if self.kind == "fsize" else None)
+
+
+@pytest.fixture(params=["tmpfs", "fsize"])
+def tiny_disk(request, tmp_path):
+    """A place that takes only 16 KiB of results.
+
+    ``fsize`` runs everywhere: cobalt exec gets a 16 KiB file-size limit (RLIMIT_FSIZE),
+    and a write past it fails mid-line as on a full disk (the same OSError path).
+    ``tmpfs`` is a real 16 KiB tmpfs, which needs root: mount(2) needs CAP_SYS_ADMIN in
+    the mount namespace's owning user namespace. A user namespace (``unshare -rm``) would
+    give that without root, but cobalt exec would then have to run inside it as the
+    namespace's uid 0, and a uid 0 process runs sandboxes in root mode (each program
+    setuid()s to a fresh uid), which such a namespace, mapping one uid only, refuses;
+    so non-root machines run the ``fsize`` variant only."""
     mnt = tmp_path / "tiny"
     mnt.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(mnt)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
-    yield mnt
-    subprocess.run(["umount", "-l", str(mnt)], check=False)
+    if request.param == "tmpfs":
+        if os.geteuid() != 0:
+            pytest.skip("a real tmpfs needs root (see the fixture's docstring); the fsize variant runs")
+        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TINY_BYTES}", "tmpfs", str(mnt)],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+        yield Disk("tmpfs", mnt)
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+    else:
+        yield Disk("fsize", mnt)
 
 
 def test_full_output_disk_nothing_corrupted_rerun_resumes(tmp_path, tiny_disk):
     jobs = tmp_path / "jobs.jsonl"
     ids = _jobs_file(jobs, 60)
-    out = tiny_disk / "results.jsonl"
-    first = _exec(jobs, out)
+    out = tiny_disk.folder / "results.jsonl"
+    first = tiny_disk.run(jobs, out)
     assert first.returncode != 0, "a full disk must not look like success"
-    assert "No space left on device" in first.stderr
+    assert tiny_disk.error in first.stderr, first.stderr[-2000:]
     # Whatever reached the disk is whole lines (a torn tail is cut on the next open).
     partial = out.read_bytes()
+    assert 0 < len(partial) <= TINY_BYTES
     # Move the file to a roomy disk and rerun: the done ids are kept, the rest judged once.
     roomy = tmp_path / "results.jsonl"
     roomy.write_bytes(partial)
@@ -76,11 +116,11 @@ def test_full_output_disk_nothing_corrupted_rerun_resumes(tmp_path, tiny_disk):
 def test_full_output_disk_error_is_one_clear_line(tmp_path, tiny_disk):
     jobs = tmp_path / "jobs.jsonl"
     _jobs_file(jobs, 60)
-    out = tiny_disk / "results.jsonl"
-    first = _exec(jobs, out)
+    out = tiny_disk.folder / "results.jsonl"
+    first = tiny_disk.run(jobs, out)
     assert first.returncode != 0
     assert "Traceback" not in first.stderr
-    assert str(out) in first.stderr and "No space left on device" in first.stderr
+    assert str(out) in first.stderr and tiny_disk.error in first.stderr, first.stderr[-2000:]
 
 
 # --- the Ray Serve service -------------------------------------------------------
@@ -141,17 +181,19 @@ def test_replica_killed_mid_request_every_call_returns(served):
         assert len(victim[1]) == 1
         progs = [(f"import time\ntime.sleep(1.0)\nprint('p{i}')", {"inputs": ["", ""], "outputs": [f"p{i}", f"p{i}"]})
                  for i in range(12)]
-        start = time.monotonic()
         tasks = [asyncio.ensure_future(client.evaluate(c, t)) for c, t in progs]
         await asyncio.sleep(0.7)
         ray.kill(ray.get_actor(victim[0], namespace="serve"), no_restart=False)
-        results = await asyncio.wait_for(asyncio.gather(*tasks), timeout=timeout_s + 15)
-        elapsed = time.monotonic() - start
-        return victim, results, elapsed
+        # The kill happened: the replica's process is gone.
+        gone, alive = await asyncio.to_thread(
+            psutil.wait_procs, [psutil.Process(pid) for pid in victim[1]], timeout=HANG_GUARD_S)
+        assert not alive, alive
+        # A result came for every call (the guard only turns a hang into a failure).
+        results = await asyncio.wait_for(asyncio.gather(*tasks), timeout=HANG_GUARD_S)
+        return victim, results
 
-    victim, results, elapsed = asyncio.run(scenario())
+    victim, results = asyncio.run(scenario())
     assert len(results) == 12
-    assert elapsed < 20.0 + 15
     for i, res in enumerate(results):
         assert len(res.passing) == 2
         if res.all_passed:  # finished before the kill, or retried on the new replica
@@ -166,29 +208,34 @@ def test_replica_killed_mid_request_every_call_returns(served):
     assert _replica_pids() and not (_replica_pids() & victim[1]), "the replica was not restarted"
 
 
-def test_wrong_app_name_fails_cleanly_after_the_timeout(served):
+def test_wrong_app_name_fails_cleanly_with_the_reason(served):
     client = EvaluatorClient.ray(app_name="no-such-evaluator", timeout_s=4.0, retries=1)
-    start = time.monotonic()
-    res = asyncio.run(client.evaluate("print(1)", {"inputs": ["", ""], "outputs": ["1", "1"]}))
-    assert time.monotonic() - start < 4.0 + 10
+
+    async def call():
+        return await asyncio.wait_for(
+            client.evaluate("print(1)", {"inputs": ["", ""], "outputs": ["1", "1"]}), timeout=HANG_GUARD_S)
+
+    res = asyncio.run(call())
     assert res.passing == (False, False) and res.error
     assert res.feedback[0] == res.error
+    # Either the handle lookup names the missing app, or the call ran out of its timeout.
+    assert "no-such-evaluator" in res.error or "timed out after 4 seconds" in res.error, res.error
 
 
-def test_no_cluster_fails_cleanly_after_the_timeout():
+def test_no_cluster_fails_cleanly_with_the_reason():
     # A fresh interpreter, so that no Ray is initialised: the address leads nowhere.
     script = textwrap.dedent(
         """
         import asyncio, json, time
         from cobalt.execution.client import EvaluatorClient
         client = EvaluatorClient.ray(address="127.0.0.1:1", timeout_s=5.0, retries=1)
-        start = time.monotonic()
         res = asyncio.run(client.evaluate("print(1)", {"inputs": [""], "outputs": ["1"]}))
-        print(json.dumps({"elapsed": time.monotonic() - start, "passing": res.passing, "error": res.error}))
+        print(json.dumps({"passing": res.passing, "error": res.error, "status": res.status}))
         """
     )
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=HANG_GUARD_S,
+                          cwd=REPO_ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["passing"] == [False] and out["error"]
-    assert out["elapsed"] < 5.0 + 10, out
+    assert out["error"].startswith(("evaluator call failed", "evaluation timed out")), out
