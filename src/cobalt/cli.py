@@ -20,6 +20,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "preproc-lcb": ("cobalt.data.livecodebench", "Prepare LiveCodeBench release test6 (preproc/preproc_lcb_test6.py)."),
     "perturb": ("cobalt.data.perturbation", "Perturb public tests for the reward-hacking study (preproc/run_perturbation.py)."),
     "build-prompts": ("cobalt.data.trajectories", "Turn multi-turn trajectories into partial-trajectory bandit prompts (preproc/process_multi_turn_taco.py)."),
+    "rollout": ("cobalt.rollout.cli", "Single- or multi-turn inference, programs judged on public tests (run_*_turn_*.py)."),
+    "eval": ("cobalt.evaluation.cli", "Hidden-test pass rate of every turn and Pass@1 per turn (eval_multi_turn.py)."),
+    "report": ("cobalt.analysis.report", "Pass@1 per turn of one or more runs: markdown table, CSV and PNG plot."),
     "make-verl-data": ("cobalt.data.verl_datasets", "Write single-turn or Cobalt parquet datasets in veRL's row schema."),
     "train-config": ("cobalt.verl_plugin.config_cli", "Compose and print the veRL GRPO config of a paper training run."),
 }
