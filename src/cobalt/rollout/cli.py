@@ -28,7 +28,7 @@ RESUME_KEYS = ("engine", "model", "samples", "repair_turns", "enable_thinking", 
 
 
 def add_engine_flags(parser: argparse.ArgumentParser, *, default_engine: str = "vllm") -> None:
-    """Engine flags (``--engine --model --base-url --api-key-env``)."""
+    """Engine flags (``--engine --model --base-url``)."""
     try:
         from cobalt.engines.cli import add_engine_arguments  # the engines' own flag set, when present
     except ImportError:
@@ -42,9 +42,8 @@ def add_engine_flags(parser: argparse.ArgumentParser, *, default_engine: str = "
     group.add_argument("--engine", default=default_engine,
                        help="backend that generates: vllm, openai (any OpenAI-compatible server), litellm, transformers")
     group.add_argument("--model", default=None, help="hub id, local path or API model name")
-    group.add_argument("--base-url", default=None, help="OpenAI-compatible server address (engine openai)")
-    group.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                       help="environment variable that holds the API key (never a key on the command line)")
+    group.add_argument("--base-url", default=None,
+                       help="OpenAI-compatible server address (engine openai); the key comes from $OPENAI_API_KEY")
 
 
 def engine_from_args(args: argparse.Namespace):
@@ -60,8 +59,6 @@ def engine_from_args(args: argparse.Namespace):
     options: dict[str, Any] = {}
     if getattr(args, "base_url", None):
         options["base_url"] = args.base_url
-    if getattr(args, "api_key_env", None):
-        options["api_key_env"] = args.api_key_env
     return create_engine(args.engine, args.model, **options)
 
 
