@@ -137,6 +137,31 @@ def load_first_turns(path: str | Path) -> dict[str, list[dict]]:
     return out
 
 
+SECRET_WORDS = ("key", "secret", "token", "password")
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """``argv`` with the value of every credential-like flag (``--openai_api_key X``, ``--api-key=X``) hidden.
+
+    >>> redact_argv(["--model", "m", "--openai_api_key", "sk-1", "--api-key=sk-2"])
+    ['--model', 'm', '--openai_api_key', '***', '--api-key=***']
+    """
+    out, hide_next = [], False
+    for arg in argv:
+        if hide_next:
+            out.append("***")
+            hide_next = False
+            continue
+        flag, eq, _ = arg.partition("=")
+        secret = arg.startswith("-") and any(w in flag.lower() for w in SECRET_WORDS)
+        if secret and eq:
+            out.append(f"{flag}=***")
+        else:
+            out.append(arg)
+            hide_next = secret
+    return out
+
+
 def resolved_config(args: argparse.Namespace, engine: Any, params: Any, config: Any) -> dict:
     """The run configuration saved beside the output."""
     import dataclasses
@@ -146,7 +171,7 @@ def resolved_config(args: argparse.Namespace, engine: Any, params: Any, config: 
     description = engine.describe() if hasattr(engine, "describe") else {"engine": args.engine, "model": args.model}
     return {
         "command": "cobalt rollout",
-        "argv": sys.argv[1:],
+        "argv": redact_argv(sys.argv[1:]),
         "cobalt_version": __version__,
         "input": str(args.input),
         "output": str(args.output),
