@@ -33,7 +33,6 @@ from pathlib import Path
 
 from cobalt.profile import add_profile_argument
 
-SAMPLE = Path(__file__).with_name("fixtures") / "leetcode_sample.jsonl.gz"
 DEFAULT_MODEL = "Qwen/Qwen2.5-Coder-0.5B-Instruct"
 HUB_HOST = ("huggingface.co", 443)
 
@@ -49,7 +48,7 @@ HOSTILE = {
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of ``cobalt demo``."""
-    parser.add_argument("--problems", type=Path, default=SAMPLE,
+    parser.add_argument("--problems", type=Path, default=None,
                         help="LeetCodeDataset-format JSONL(.gz) (default: the 24 problems shipped with cobalt)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N problems")
     parser.add_argument("--work-dir", type=Path, default=Path("cobalt-demo"), help="where every stage writes")
@@ -103,7 +102,8 @@ async def _main(args: argparse.Namespace) -> int:
     work.mkdir(parents=True, exist_ok=True)
     client = EvaluatorClient.embedded(max_concurrency=args.workers, sandbox="none" if args.no_sandbox else "bwrap",
                                       options=ExecOptions(profile=profile, allow_packages=True))
-    print(f"cobalt demo: the whole loop on {args.problems.name}, profile {profile}, outputs in {work}/")
+    print(f"cobalt demo: the whole loop on {Path(args.problems or 'leetcode_sample.jsonl.gz').name}, "
+          f"profile {profile}, outputs in {work}/")
 
     # 0. sandbox
     t0 = time.perf_counter()
@@ -119,6 +119,9 @@ async def _main(args: argparse.Namespace) -> int:
     # 1. problems
     from cobalt.rollout.leetcode import problem_records
 
+    from cobalt.rollout.leetcode import SAMPLE_FILE
+
+    args.problems = args.problems or SAMPLE_FILE
     leet = load_leetcode(args.problems)[: args.limit]
     records = problem_records(leet)
     problems_path = work / "problems.jsonl"

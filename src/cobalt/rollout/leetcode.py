@@ -9,12 +9,15 @@ data set stores that answer's code without a fence, so it is put in one
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Iterable
 
 from cobalt.data.leetcode import LeetCodeProblem
 from cobalt.data.problems import tests_json
 
 N_PUBLIC = 4
+SAMPLE_FILE = Path(__file__).resolve().parents[1] / "fixtures" / "leetcode_sample.jsonl.gz"
+"""The 24 LeetCode problems shipped in the package."""
 
 
 def public_count(n_tests: int, n_public: int = N_PUBLIC) -> int:
