@@ -63,7 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "other samples' are the model's; model: the model writes every first turn")
     parser.add_argument("--samples", type=int, default=2, help="trajectories per problem")
     parser.add_argument("--turns", type=int, default=2, help="repair turns (2: the paper's training data)")
-    parser.add_argument("--max-tokens", type=int, default=256, help="new tokens per response")
+    parser.add_argument("--max-tokens", type=int, default=None,
+                        help="new tokens per response (default: 48 for the tiny random model, 2048 otherwise)")
     parser.add_argument("--workers", type=int, default=None, help="programs judged at once (default: CPUs)")
     parser.add_argument("--no-sandbox", action="store_true", help="run without bubblewrap (trusted code only)")
     add_profile_argument(parser)
@@ -139,7 +140,17 @@ async def _main(args: argparse.Namespace) -> int:
     if args.engine == "transformers":
         options["device"] = "cpu" if tiny else "auto"
     engine = create_engine(args.engine, model, **options)
-    _line("2 model", f"{label} ({args.engine} engine)")
+    if args.max_tokens is None:
+        args.max_tokens = 48 if tiny else 2048
+    # The tiny model's text is noise either way; greedy decoding spares top-p over 151,936
+    # tokens per step, which dominates its time on a CPU. A real model samples as the paper.
+    args.temperature = 0.0 if tiny else 0.6
+    from cobalt.engines.base import SamplingParams
+
+    t0 = time.perf_counter()
+    await engine.generate([[{"role": "user", "content": "hello"}]], SamplingParams(max_new_tokens=1))
+    _line("2 model", f"{label} ({args.engine} engine, loaded in {time.perf_counter() - t0:.1f}s; "
+          f"{'greedy' if args.temperature == 0 else 'temperature 0.6, top-p 0.95'}, {args.max_tokens} new tokens)")
 
     # 3-4. rollout
     ok = await _rollout(args, engine, client, work, problems_path, profile, leet)
@@ -212,7 +223,8 @@ async def _rollout(args, engine, client, work: Path, problems_path: Path, profil
     from cobalt.rollout.loop import RolloutConfig, RolloutStats, extract_program, judge_public, run_rollout
 
     problems = [p for _, p in iter_problems(problems_path)]
-    params = SamplingParams(temperature=0.6, top_p=0.95, max_new_tokens=args.max_tokens, seed=0)
+    params = SamplingParams(temperature=args.temperature, top_p=0.95 if args.temperature else 1.0,
+                            max_new_tokens=args.max_tokens, seed=0)
     first_path = work / "first_turn.jsonl"
     t0 = time.perf_counter()
     samples = args.samples
@@ -220,7 +232,8 @@ async def _rollout(args, engine, client, work: Path, problems_path: Path, profil
     model_first: dict[str, list] = {}
     if model_samples > 0:
         stats = RolloutStats()
-        config = RolloutConfig(samples=model_samples, repair_turns=0, profile=profile, seed=0)
+        config = RolloutConfig(samples=model_samples, repair_turns=0, profile=profile, seed=0,
+                               max_problems=max(1, len(problems)), max_requests=256)
         model_path = work / "first_turn_model.jsonl"
         with JsonlAppender(model_path) as out:
             await run_rollout(problems, engine, client, params, config, out.write, done=set(out.done), stats=stats)
@@ -258,8 +271,9 @@ async def _rollout(args, engine, client, work: Path, problems_path: Path, profil
           f"{sum(r == 1.0 for r in rates)}/{len(rates)} pass every public test [{time.perf_counter() - t0:.1f}s]")
 
     t0 = time.perf_counter()
+    # every problem in flight: the engine batches all samples of a turn together
     config = RolloutConfig(samples=samples, repair_turns=args.turns, profile=profile, seed=0,
-                           max_problems=8, max_requests=64)
+                           max_problems=max(1, len(problems)), max_requests=256)
     stats = RolloutStats()
     with JsonlAppender(work / "rollout.jsonl") as out:
         await run_rollout(problems, engine, client, params, config, out.write, first_turns=load_first_turns(first_path),
