@@ -19,3 +19,4 @@ from cobalt.engines.base import (  # noqa: F401
 
 # The built-in backends, imported only when chosen.
 register_engine("openai", "cobalt.engines.openai_engine:create")
+register_engine("transformers", "cobalt.engines.hf_engine:create")
