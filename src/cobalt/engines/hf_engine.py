@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from cobalt.engines._common import conversation_seed, first_line
+from cobalt.engines._common import chat_prompt, conversation_seed, first_line
 from cobalt.engines.base import ChatMessage, Completion, Engine, EngineError, SamplingParams
 
 
@@ -146,11 +146,7 @@ class TransformersEngine(Engine):
     # -- prompts ------------------------------------------------------------------------------
     def prompt_text(self, conversation: Sequence[ChatMessage], enable_thinking: bool | None) -> str:
         """The conversation rendered by the chat template, ending with the assistant's turn opener."""
-        kwargs = dict(self.chat_template_kwargs)
-        if enable_thinking is not None:
-            kwargs["enable_thinking"] = bool(enable_thinking)
-        return self.tokenizer.apply_chat_template([dict(m) for m in conversation], tokenize=False,
-                                                  add_generation_prompt=True, **kwargs)
+        return chat_prompt(self.tokenizer, conversation, enable_thinking, self.chat_template_kwargs)
 
     def prompt_ids(self, conversation: Sequence[ChatMessage], enable_thinking: bool | None) -> list[int]:
         """Token ids of :meth:`prompt_text` (the template already holds the special tokens)."""
