@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "perturb": ("cobalt.data.perturbation", "Perturb public tests for the reward-hacking study (preproc/run_perturbation.py)."),
     "build-prompts": ("cobalt.data.trajectories", "Turn multi-turn trajectories into partial-trajectory bandit prompts (preproc/process_multi_turn_taco.py)."),
     "make-verl-data": ("cobalt.data.verl_datasets", "Write single-turn or Cobalt parquet datasets in veRL's row schema."),
+    "generate": ("cobalt.engines.generate_cli", "Complete chat conversations from a JSONL file with any engine (--engine, --model)."),
     "tiny-model": ("cobalt.engines.tiny_model", "Build a tiny randomly initialised Qwen3 model with the real tokenizer (tests, CI, GPU smoke runs)."),
     "train-config": ("cobalt.verl_plugin.config_cli", "Compose and print the veRL GRPO config of a paper training run."),
 }
