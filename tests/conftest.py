@@ -40,3 +40,13 @@ def openai_server():
 
     with OpenAIServer() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3(tmp_path_factory) -> Path:
+    """A tiny random Qwen3 model (2 layers, hidden 64, seed 0) with the real Qwen3 tokenizer."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from cobalt.engines.tiny_model import build_tiny_qwen3
+
+    return build_tiny_qwen3(tmp_path_factory.mktemp("tiny_qwen3"), tokenizer_dir=SHARED_DATA / "qwen3_tokenizer")

@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("cobalt.evaluation.cli", "Hidden-test pass rate of every turn and Pass@1 per turn (eval_multi_turn.py)."),
     "report": ("cobalt.analysis.report", "Pass@1 per turn of one or more runs: markdown table, CSV and PNG plot."),
     "make-verl-data": ("cobalt.data.verl_datasets", "Write single-turn or Cobalt parquet datasets in veRL's row schema."),
+    "generate": ("cobalt.engines.generate_cli", "Complete chat conversations from a JSONL file with any engine (--engine, --model)."),
+    "tiny-model": ("cobalt.engines.tiny_model", "Build a tiny randomly initialised Qwen3 model with the real tokenizer (tests, CI, GPU smoke runs)."),
     "train-config": ("cobalt.verl_plugin.config_cli", "Compose and print the veRL GRPO config of a paper training run."),
 }
 

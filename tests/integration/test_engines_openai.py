@@ -141,7 +141,7 @@ async def test_dropped_connection_is_retried(openai_server):
 
 @pytest.mark.parametrize("bound", [1, 3])
 async def test_in_flight_bound_across_concurrent_callers(bound):
-    with OpenAIServer(delay=0.15) as server:
+    with OpenAIServer(delay=0.3) as server:
         engine = _engine(server, max_in_flight=bound)
         # 4 callers x 3 conversations each, all at once
         batches = [[[{"role": "user", "content": f"q {t} {i}"}] for i in range(3)] for t in range(4)]
@@ -152,7 +152,7 @@ async def test_in_flight_bound_across_concurrent_callers(bound):
 
 
 async def test_unbounded_enough_requests_overlap():
-    with OpenAIServer(delay=0.15) as server:
+    with OpenAIServer(delay=1.0) as server:
         engine = _engine(server, max_in_flight=64)
         await engine.generate([[{"role": "user", "content": str(i)}] for i in range(8)], SamplingParams())
         await engine.aclose()

@@ -100,7 +100,10 @@ class OpenAIServer:
         class Handler(_Handler):
             owner = server
 
-        self._httpd = ThreadingHTTPServer((self.host, 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 256  # the default backlog of 5 stalls bursts of concurrent connections
+
+        self._httpd = Server((self.host, 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="openai-test-server", daemon=True)
         self._thread.start()

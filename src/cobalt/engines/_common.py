@@ -126,3 +126,16 @@ def apportion(total: int, weights: Sequence[int]) -> list[int]:
     for i in order[: total - sum(parts)]:
         parts[i] += 1
     return parts
+
+
+def chat_prompt(tokenizer: Any, conversation: Sequence[Any], enable_thinking: bool | None,
+                template_kwargs: dict[str, Any] | None = None) -> str:
+    """``conversation`` rendered by ``tokenizer``'s chat template, ending with the assistant's opener.
+
+    ``enable_thinking`` is passed to the template (Qwen3) only when not None.
+    """
+    kwargs = dict(template_kwargs or {})
+    if enable_thinking is not None:
+        kwargs["enable_thinking"] = bool(enable_thinking)
+    return tokenizer.apply_chat_template([dict(m) for m in conversation], tokenize=False,
+                                         add_generation_prompt=True, **kwargs)
