@@ -34,9 +34,7 @@ def add_engine_flags(parser: argparse.ArgumentParser, *, default_engine: str = "
     except ImportError:
         add_engine_arguments = None
     if add_engine_arguments is not None:
-        add_engine_arguments(parser)
-        if default_engine:
-            parser.set_defaults(engine=default_engine)
+        add_engine_arguments(parser, default_engine=default_engine)
         return
     group = parser.add_argument_group("engine")
     group.add_argument("--engine", default=default_engine,
