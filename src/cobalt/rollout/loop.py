@@ -191,15 +191,16 @@ def _turn_record(response: str, completion: Completion | None, program: str | No
 
 
 def _cached_turn(turn: Mapping[str, Any], profile: str) -> dict:
-    """A cached first turn as this run records it (its public result kept, hidden rate dropped)."""
+    """A cached first turn as this run records it: its fields kept (the public result
+    included, not re-executed), an earlier hidden evaluation dropped, ``cached`` set."""
     response = turn["response"]
     program = turn["code"] if "code" in turn else extract_program(response, profile)
     public = {"passing": list(turn["public"]["passing"]), "feedback": list(turn["public"]["feedback"])}
-    out = _turn_record(response, None, program, public)
+    if turn["public"].get("error") is not None:
+        public["error"] = turn["public"]["error"]
+    out = {k: v for k, v in turn.items() if not k.startswith("hidden_")}
+    out.update(_turn_record(response, None, program, public))
     out["cached"] = True
-    for key in ("finish_reason", "completion_tokens"):
-        if key in turn:
-            out[key] = turn[key]
     return out
 
 
