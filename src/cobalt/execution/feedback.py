@@ -54,24 +54,24 @@ _PROFILES = ("paper", "cobalt")
 
 
 def _check_profile(profile: object) -> str:
-    value = str(getattr(profile, "value", profile))
+    value = str(profile)  # a Profile prints as its value
     if value not in _PROFILES:
         raise ValueError(f"profile must be 'paper' or 'cobalt', got {profile!r}")
     return value
 
 
-def truncate_middle(text: str, limit: int = TRUNCATE_AT, *, profile: str = "paper") -> str:
+def truncate_middle(text: str, limit: int = TRUNCATE_AT, *, profile: str) -> str:
     """``text`` if it fits in ``limit`` characters, else its head and tail around a marker.
 
     ``paper``: the first ``limit // 2`` and the last ``limit - limit // 2``
     characters around the inline ``...(truncated) ...``; ``cobalt``: the same
     head and tail around a marker on its own line.
 
-    >>> truncate_middle("a" * 5 + "b" * 5, 4)
+    >>> truncate_middle("a" * 5 + "b" * 5, 4, profile="paper")
     'aa...(truncated) ...bb'
     >>> truncate_middle("a" * 5 + "b" * 5, 4, profile="cobalt")
     'aa\\n...(truncated)...\\nbb'
-    >>> truncate_middle("short", 4 + 1)
+    >>> truncate_middle("short", 4 + 1, profile="paper")
     'short'
     """
     marker = PAPER_TRUNCATE_MARKER if _check_profile(profile) == "paper" else TRUNCATE_MARKER

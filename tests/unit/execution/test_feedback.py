@@ -52,9 +52,9 @@ TABLE = [
     ),
     (
         "timeout: only the input and one line",
-        dict(test_input="9\n", output="half", expected="81", timed_out_after=4.0),
+        dict(test_input="9\n", output="  half\n", expected="81", timed_out_after=4.0),
         "Input:\n9\nTimeoutError: Program timed out after 4 seconds.",
-        "Input:\n9\nYour program timed out after 4 seconds.\nOutput before the timeout:\nhalf",
+        "Input:\n9\nYour program timed out after 4 seconds.\nOutput before the timeout:\n  half",
     ),
     (
         "a test the sandbox never ran",
@@ -69,6 +69,20 @@ TABLE = [
         'Input:\n\nProgram\'s Output:\n\nStderr:\nTraceback (most recent call last):\n  File "<string>", line 1\nNameError: y',
         "Input:\n\nYour output:\n\nError:\ne",
     ),
+    (
+        "two <string> frames: the original cuts at the first",
+        dict(test_input="", output="", expected="x", error="e",
+             stderr='Traceback:\n  File "<string>", line 1\n  File "<string>", line 2\nE'),
+        'Input:\n\nProgram\'s Output:\n\nStderr:\nTraceback (most recent call last):\n'
+        '  File "<string>", line 1\n  File "<string>", line 2\nE',
+        "Input:\n\nYour output:\n\nError:\ne",
+    ),
+    (
+        "an error without a separate stderr: the error text stands for stderr",
+        dict(test_input="2", output="", expected="4", error="Killed by signal SIGKILL"),
+        "Input:\n2\nProgram's Output:\n\nStderr:\nKilled by signal SIGKILL",
+        "Input:\n2\nYour output:\n\nError:\nKilled by signal SIGKILL",
+    ),
 ]
 
 
@@ -82,6 +96,13 @@ def test_paper_is_the_default_profile():
     assert feedback.test_feedback("1", "2", "3") == "Input:\n1\nProgram's Output:\n2\nExpected Output:\n3"
 
 
+def test_profile_enum_is_accepted():
+    from cobalt.profile import Profile
+
+    assert feedback.test_feedback("1", "2", "3", profile=Profile.COBALT) == "Input:\n1\nYour output:\n2\nExpected output:\n3"
+    assert truncate_middle("x" * 401, profile=Profile.PAPER) == "x" * 200 + "...(truncated) ..." + "x" * 200
+
+
 def test_unknown_profile_is_refused():
     with pytest.raises(ValueError, match="profile"):
         feedback.test_feedback("1", "2", "3", profile="papers")
@@ -93,10 +114,10 @@ HEAD, TAIL = LONG[:200], LONG[800:]
 
 def test_truncation_by_hand():
     assert HEAD.startswith("abcdefghijklmnopqrstuvwxyzabc") and TAIL.endswith("stuvwxyzabcdefghijkl")
-    assert truncate_middle("x" * 400) == "x" * 400
-    assert truncate_middle("x" * 401) == "x" * 200 + "...(truncated) ..." + "x" * 200
+    assert truncate_middle("x" * 400, profile="paper") == "x" * 400
+    assert truncate_middle("x" * 401, profile="paper") == "x" * 200 + "...(truncated) ..." + "x" * 200
     assert truncate_middle("x" * 401, profile="cobalt") == "x" * 200 + "\n...(truncated)...\n" + "x" * 200
-    assert truncate_middle("abcdefg", 5) == "ab...(truncated) ...efg"  # odd limit: the tail gets the extra one
+    assert truncate_middle("abcdefg", 5, profile="paper") == "ab...(truncated) ...efg"  # odd limit: the tail gets the extra one
 
 
 @pytest.mark.parametrize("field", ["test_input", "output", "expected", "stderr"])
