@@ -210,15 +210,16 @@ def keyword_bonus(think: str) -> float:
 def think_text(response: str, profile: str = "paper") -> str:
     """The think part whose tokens make ``T``: the text before the first ``</think>``, stripped;
     ``paper`` keeps a leading ``<think>`` tag (as the original), ``cobalt`` drops it.
+    Empty when there is no ``</think>``.
 
     >>> think_text("<think> plan </think>code"), think_text("<think> plan </think>code", "cobalt")
     ('<think> plan', 'plan')
     """
-    if str(getattr(profile, "value", profile)) == "cobalt":
+    if str(profile) == "cobalt":  # a Profile prints as its value
         think, _ = split_think(response)
-        return (think or "").strip()
-    end = response.find(THINK_END)
-    return response[:end].strip() if end >= 0 else ""
+        return "" if think is None else think.strip()
+    before, found, _ = response.partition(THINK_END)
+    return before.strip() if found else ""
 
 
 def format_reward(

@@ -361,3 +361,60 @@ def test_doctests(module):
 
     result = doctest.testmod(importlib.import_module(f"cobalt.reward.{module}"))
     assert result.attempted >= 1 and result.failed == 0
+
+
+@pytest.mark.parametrize(
+    "response,paper,cobalt",
+    [
+        ("<think> a plan </think>code", "<think> a plan", "a plan"),
+        ("  <think>\nq\n</think>\n```", "<think>\nq", "q"),
+        ("no tag at all</think>x</think>", "no tag at all", "no tag at all"),
+        ("</think>at once", "", ""),
+        ("no end tag", "", ""),
+    ],
+)
+def test_think_text_by_profile(response, paper, cobalt):
+    from cobalt.profile import Profile
+
+    assert S.think_text(response) == paper and S.think_text(response, "paper") == paper
+    assert S.think_text(response, "cobalt") == cobalt and S.think_text(response, Profile.COBALT) == cobalt
+
+
+def test_breakdown_fields_by_hand(responses):
+    """Every field of the breakdown on each branch, written out by hand."""
+    RB = RewardBreakdown
+    no_code = shaped_reward_breakdown(responses["clean"], None, 0.25)
+    assert no_code == RB(-1.0, -1.0, 0.0, 0.0, None, 0.25, False, "no code block")
+    no_code_val = shaped_reward_breakdown(responses["clean"], None, 0.25, is_val=True)
+    assert no_code_val == RB(0.0, 0.0, 0.0, 0.0, None, 0.25, True, "no code block")
+    val = shaped_reward_breakdown(responses["no_think_end"], 1.0, 0.5, is_val=True)
+    assert val == RB(1.0, 1.0, 0.0, 0.0, 1.0, 0.5, True)
+    val_fail = shaped_reward_breakdown(responses["clean"], 0.75, 0.5, is_val=True)
+    assert val_fail == RB(0.0, 0.0, 0.0, 0.0, 0.75, 0.5, True)
+    bad = shaped_reward_breakdown(responses["repeat8"], 0.0, 0.5)
+    assert bad.score == -1.0 and bad.pass_rate == 0.0 and bad.prev_best_pass_rate == 0.5 and not bad.is_val
+    assert (bad.correctness, bad.format, bad.think_tokens, bad.answer_tokens, bad.explanation_tokens) == (
+        -0.1, -0.9, None, None, None)
+    assert bad.improvement == pytest.approx(-0.1, abs=1e-15)  # r = -0.1 + 0.1 * (0 - 0.5) / 0.5 = -0.2
+    assert bad.format_violation == "a block of >= 32 characters repeated >= 8 times" and bad.keyword_bonus == 0.0
+    # 10 think words (the tag glued to the first), 30 answer words, 5 explanation words
+    f10 = 0.075 * math.tanh(10 / 1024)
+    words = shaped_reward_breakdown(_sized(10, 30, 5), 0.0, token_counter=WordCounter())
+    assert words == RB(pytest.approx(-0.1 + f10, abs=1e-15), -0.1, 0.0, pytest.approx(f10, abs=1e-15), 0.0, 0.0,
+                       False, None, 10, 30, 5, 0.0)
+    kw = shaped_reward_breakdown(responses["kw3"], 0.0)
+    assert kw.keyword_bonus == pytest.approx(0.015, abs=1e-15) and kw.think_tokens == 123
+    assert kw.format == pytest.approx(F123 + 0.015, abs=1e-15)
+    gain = shaped_reward_breakdown(responses["clean"], 0.75, 0.5)
+    assert (gain.correctness, gain.format) == (0.2, 0.0) and gain.improvement == pytest.approx(0.05, abs=1e-15)
+    assert (gain.think_tokens, gain.answer_tokens, gain.explanation_tokens) == (98, 391, 177)
+
+
+def test_to_dict_by_hand():
+    got = RewardBreakdown(0.25, 0.2, 0.05, 0.0, 0.75, 0.5, False, None, 98, 391, 177, 0.0).to_dict()
+    assert got == {
+        "score": 0.25, "pass_rate": 0.75, "prev_best_pass_rate": 0.5, "correctness": 0.2, "improvement": 0.05,
+        "format": 0.0, "format_violation": None, "think_tokens": 98, "answer_tokens": 391,
+        "explanation_tokens": 177, "keyword_bonus": 0.0, "is_val": False,
+    }
+    assert list(got)[0] == "score"
