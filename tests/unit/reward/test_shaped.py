@@ -418,3 +418,37 @@ def test_to_dict_by_hand():
         "explanation_tokens": 177, "keyword_bonus": 0.0, "is_val": False,
     }
     assert list(got)[0] == "score"
+
+
+def test_full_pass_after_a_previous_best_gets_no_improvement_term(responses):
+    # p = 1 ends the improvement rule: without the guard, 0.1 * (1 - b) / (1 - b) would be added
+    assert S.improvement_reward(1.0, 0.5, 1.0) == 1.0
+    got = shaped_reward_breakdown(responses["clean"], 1.0, 0.5)
+    assert (got.score, got.correctness, got.improvement, got.format) == (1.0, 1.0, 0.0, 0.0)
+
+
+def test_previous_best_defaults_to_zero(responses):
+    assert shaped_reward(responses["clean"], 0.5) == 0.2  # with b = 1 it would be -0.15 + the think term
+
+
+def test_long_think_failing_has_no_keyword_bonus(responses):
+    got = shaped_reward_breakdown(responses["long_think"], 0.0)
+    assert (got.format, got.keyword_bonus, got.score) == (-0.1, 0.0, pytest.approx(-0.2, abs=1e-15))
+
+
+def test_answer_limit_is_inclusive_for_failing_answers():
+    got = shaped_reward_breakdown(_sized(10, 2048, 5), 0.0, token_counter=WordCounter())
+    assert got.answer_tokens == 2048 and got.score == pytest.approx(-0.1 + 0.075 * math.tanh(10 / 1024), abs=1e-15)
+
+
+def test_error_messages_name_the_argument(responses):
+    with pytest.raises(ValueError, match=r"^pass_rate must be a number in \[0, 1\], got 1.5$"):
+        shaped_reward(responses["clean"], 1.5)
+    with pytest.raises(ValueError, match=r"^prev_best_pass_rate must be a number in \[0, 1\], got -0.5$"):
+        shaped_reward(responses["clean"], 0.5, -0.5)
+    with pytest.raises(TypeError, match=r"^response must be str, got NoneType$"):
+        shaped_reward(None, 0.5)
+    with pytest.raises(ValueError, match="profile must be 'paper' or 'cobalt'"):
+        shaped_reward(responses["clean"], 0.5, profile="Paper")
+    with pytest.raises(ValueError, match="profile"):
+        S.think_text("<think>x</think>", "papers")
