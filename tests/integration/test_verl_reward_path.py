@@ -237,3 +237,19 @@ async def test_timed_out_evaluation_is_shaped_as_pass_rate_zero(problems, reward
     assert scores == pytest.approx([FAILING_SCORE, FAILING_SCORE - 0.1, 0.0], abs=1e-9)
     assert [out["reward_extra_info"]["pass_rate"] for out in outputs] == [0.0, 0.0, 0.0]
     assert all("timed out" in out["reward_extra_info"]["reason"] for out in outputs)
+
+
+@pytest.mark.parametrize(
+    "kwargs,profile,timeout_s",
+    [
+        ({}, "paper", 300.0),  # the original's manager waits 300 s per row
+        ({"profile": "cobalt"}, "cobalt", 120.0),
+        ({"profile": "paper", "timeout_s": 45}, "paper", 45.0),
+    ],
+)
+def test_manager_defaults_by_profile(monkeypatch, kwargs, profile, timeout_s):
+    from omegaconf import OmegaConf
+
+    monkeypatch.delenv("COBALT_PROFILE", raising=False)
+    manager = CobaltRewardManager(OmegaConf.create({"reward": {"reward_kwargs": kwargs}}), tokenizer=None)
+    assert (manager.profile.value, manager.timeout_s, manager.passes_profile) == (profile, timeout_s, True)

@@ -76,7 +76,8 @@ class CobaltRewardManager(RewardManagerBase):
         settings = _reward_kwargs(config)
         self.profile = resolve_profile(settings.get("profile"))
         self.max_concurrent = int(settings.get("max_concurrent", DEFAULT_MAX_CONCURRENT))
-        self.timeout_s = float(settings.get("timeout_s") or DEFAULT_TIMEOUT_S[self.profile.value])
+        timeout_s = settings.get("timeout_s")
+        self.timeout_s = float(DEFAULT_TIMEOUT_S[self.profile.value] if timeout_s is None else timeout_s)
         self.passes_profile = _accepts_keyword(compute_score, "profile")
         if self.max_concurrent < 1 or self.timeout_s <= 0:
             raise ValueError(
