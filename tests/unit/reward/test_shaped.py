@@ -452,3 +452,19 @@ def test_error_messages_name_the_argument(responses):
         shaped_reward(responses["clean"], 0.5, profile="Paper")
     with pytest.raises(ValueError, match="profile"):
         S.think_text("<think>x</think>", "papers")
+
+
+def test_type_error_names_the_given_type():
+    with pytest.raises(TypeError, match=r"^response must be str, got bytes$"):
+        shaped_reward(b"<think>x</think>", 0.5)
+
+
+def test_format_reward_defaults_to_paper(responses):
+    got = S.format_reward(responses["clean"], -0.1)
+    assert got.think_tokens == 98 and got.value == pytest.approx(F98, abs=1e-15)
+
+
+def test_shaped_reward_uses_the_given_counter():
+    # 10 words of thinking; o200k_base would count the same text as more tokens
+    f10 = 0.075 * math.tanh(10 / 1024)
+    assert shaped_reward(_sized(10, 30, 5), 0.0, token_counter=WordCounter()) == pytest.approx(-0.1 + f10, abs=1e-15)
