@@ -236,8 +236,8 @@ class LocalExecutor:
                 if error and "budget" in error:
                     st = Status.TIMEOUT
                 passing.append(False)
-                fb.append(feedback.test_feedback(inp, "", expected, note=reason) if st is not Status.TIMEOUT
-                          else feedback.test_feedback(inp, "", expected, timed_out_after=self.limits.test_wall_s))
+                fb.append(feedback.test_feedback(inp, "", expected, note=reason, profile=opts.profile) if st is not Status.TIMEOUT
+                          else feedback.test_feedback(inp, "", expected, timed_out_after=self.limits.test_wall_s, profile=opts.profile))
                 status.append(st.value)
                 walls.append(0.0)
                 cpus.append(0.0)
@@ -258,14 +258,14 @@ class LocalExecutor:
         stderr = rec.get("stderr", "")
         shown_output = rec.get("ret", "") if fn_name else stdout
         if rec.get("skipped") or rec.get("timeout"):
-            return False, Status.TIMEOUT, feedback.test_feedback(inp, shown_output, expected, timed_out_after=self.limits.test_wall_s)
+            return False, Status.TIMEOUT, feedback.test_feedback(inp, shown_output, expected, timed_out_after=self.limits.test_wall_s, profile=opts.profile)
         exit_code = rec.get("exit")
         if exit_code in (-signal.SIGXCPU, -signal.SIGKILL) and rec.get("cpu", 0.0) >= self.limits.test_cpu_s - 0.05:
-            return False, Status.TIMEOUT, feedback.test_feedback(inp, shown_output, expected, timed_out_after=self.limits.test_wall_s)
+            return False, Status.TIMEOUT, feedback.test_feedback(inp, shown_output, expected, timed_out_after=self.limits.test_wall_s, profile=opts.profile)
         if rec.get("olimit"):
             limit_mib = self.limits.output_bytes / (1 << 20)
             return False, Status.OUTPUT_LIMIT, feedback.test_feedback(
-                inp, stdout, expected, error=f"output limit exceeded (more than {limit_mib:g} MiB)"
+                inp, stdout, expected, error=f"output limit exceeded (more than {limit_mib:g} MiB)", profile=opts.profile
             )
         if exit_code != 0:
             if exit_code == -signal.SIGXFSZ:
@@ -276,21 +276,21 @@ class LocalExecutor:
                 err = stderr or f"Exit code {exit_code}"
             tail = stderr.strip().splitlines()[-1] if stderr.strip() else ""
             st = Status.MEMORY_LIMIT if any(tail.startswith(m) for m in MEMORY_ERROR_MARKERS) else Status.RUNTIME_ERROR
-            return False, st, feedback.test_feedback(inp, shown_output, expected, error=err)
+            return False, st, feedback.test_feedback(inp, shown_output, expected, error=err, stderr=stderr, profile=opts.profile)
         if fn_name:
             ret = rec.get("ret")
             if not ret:
-                return False, Status.RUNTIME_ERROR, feedback.test_feedback(inp, "", expected, error=stderr or "no return value")
+                return False, Status.RUNTIME_ERROR, feedback.test_feedback(inp, "", expected, error=stderr or "no return value", profile=opts.profile)
             try:
                 actual = json.loads(ret)
             except json.JSONDecodeError:
-                return False, Status.WRONG_ANSWER, feedback.test_feedback(inp, ret, expected)
+                return False, Status.WRONG_ANSWER, feedback.test_feedback(inp, ret, expected, profile=opts.profile)
             ok = compare.values_match(actual, compare.parse_value(expected), opts.float_tol)
         elif opts.compare == "tolerant":
             ok = compare.outputs_match_tolerant(stdout, expected, opts.float_tol)
         else:
             ok = compare.outputs_match_exact(stdout, expected)
-        return ok, (Status.PASSED if ok else Status.WRONG_ANSWER), feedback.test_feedback(inp, shown_output, expected)
+        return ok, (Status.PASSED if ok else Status.WRONG_ANSWER), feedback.test_feedback(inp, shown_output, expected, profile=opts.profile)
 
 
 def _write_all_then_close(proc: subprocess.Popen, payload: bytes) -> None:
