@@ -40,7 +40,7 @@ from cobalt.execution.base import ExecutionResult
 from cobalt.rollout.turns import NO_CODE_FEEDBACK, error_feedback, failing_public_result, next_user_message
 from cobalt.text import HISTORY_MAX_CHARS, extract_code, history_text
 
-RECORD_FIELDS_DROPPED = ("samples",)
+RECORD_FIELDS_DROPPED = ("samples", "hidden_eval")
 """Fields of an input record that a rollout replaces (an inference record given as input)."""
 
 
