@@ -13,7 +13,7 @@ import sys
 
 # name -> (module, one-line help). The paper's scripts map onto these commands.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("cobalt.demo", "End-to-end demo: judge the shipped reference solutions in the sandbox and print a summary."),
+    "demo": ("cobalt.demo", "The whole Cobalt loop on the shipped problems: first turn, repairs, hidden eval, Pass@1, bandit prompts, veRL parquet."),
     "exec": ("cobalt.execution.cli", "Run programs against test cases in the sandbox (job file or one program)."),
     "serve": ("cobalt.execution.serve_cli", "Start the Ray Serve evaluator app (the paper's remote_reward_server.py)."),
     "preproc-taco": ("cobalt.data.taco", "Clean TACO-verified into problems with public and hidden tests (preproc/preproc_taco.py)."),
