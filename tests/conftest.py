@@ -31,3 +31,22 @@ def executor():
     from cobalt.execution.local import LocalExecutor
 
     return LocalExecutor()
+
+
+@pytest.fixture
+def openai_server():
+    """A real OpenAI-compatible chat server on 127.0.0.1 (see tests/support/openai_server.py)."""
+    from support.openai_server import OpenAIServer
+
+    with OpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3(tmp_path_factory) -> Path:
+    """A tiny random Qwen3 model (2 layers, hidden 64, seed 0) with the real Qwen3 tokenizer."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from cobalt.engines.tiny_model import build_tiny_qwen3
+
+    return build_tiny_qwen3(tmp_path_factory.mktemp("tiny_qwen3"), tokenizer_dir=SHARED_DATA / "qwen3_tokenizer")

@@ -13,14 +13,19 @@ import sys
 
 # name -> (module, one-line help). The paper's scripts map onto these commands.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("cobalt.demo", "End-to-end demo: judge the shipped reference solutions in the sandbox and print a summary."),
+    "demo": ("cobalt.demo", "The whole Cobalt loop on the shipped problems: first turn, repairs, hidden eval, Pass@1, bandit prompts, veRL parquet."),
     "exec": ("cobalt.execution.cli", "Run programs against test cases in the sandbox (job file or one program)."),
     "serve": ("cobalt.execution.serve_cli", "Start the Ray Serve evaluator app (the paper's remote_reward_server.py)."),
     "preproc-taco": ("cobalt.data.taco", "Clean TACO-verified into problems with public and hidden tests (preproc/preproc_taco.py)."),
     "preproc-lcb": ("cobalt.data.livecodebench", "Prepare LiveCodeBench release test6 (preproc/preproc_lcb_test6.py)."),
     "perturb": ("cobalt.data.perturbation", "Perturb public tests for the reward-hacking study (preproc/run_perturbation.py)."),
     "build-prompts": ("cobalt.data.trajectories", "Turn multi-turn trajectories into partial-trajectory bandit prompts (preproc/process_multi_turn_taco.py)."),
+    "rollout": ("cobalt.rollout.cli", "Single- or multi-turn inference, programs judged on public tests (run_*_turn_*.py)."),
+    "eval": ("cobalt.evaluation.cli", "Hidden-test pass rate of every turn and Pass@1 per turn (eval_multi_turn.py)."),
+    "report": ("cobalt.analysis.report", "Pass@1 per turn of one or more runs: markdown table, CSV and PNG plot."),
     "make-verl-data": ("cobalt.data.verl_datasets", "Write single-turn or Cobalt parquet datasets in veRL's row schema."),
+    "generate": ("cobalt.engines.generate_cli", "Complete chat conversations from a JSONL file with any engine (--engine, --model)."),
+    "tiny-model": ("cobalt.engines.tiny_model", "Build a tiny randomly initialised Qwen3 model with the real tokenizer (tests, CI, GPU smoke runs)."),
     "train-config": ("cobalt.verl_plugin.config_cli", "Compose and print the veRL GRPO config of a paper training run."),
 }
 

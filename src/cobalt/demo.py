@@ -1,27 +1,46 @@
-"""End-to-end demo: judge real programs in the sandbox and score real model answers.
+"""The whole Cobalt loop on the LeetCode problems shipped in the package (``cobalt demo``).
 
-Uses the LeetCode slice shipped in the package (``cobalt/fixtures``): the
-reference solutions (call-based, and as stdin programs with a driver), the real
-model answers of the data set, a few hostile programs, and the shaped training
-reward of each model answer. Prints a summary table; writes every result to
-``--output`` (JSONL) when given.
+Stages, each with a one-screen summary:
+
+0. sandbox: hostile programs must all fail;
+1. problems: the shipped LeetCode slice as problems with 4 public and the rest hidden tests;
+2. model: the instruct coder model of ``--model`` (hub id or local folder); when the hub
+   cannot be reached, a tiny randomly initialised Qwen3 built locally from the Qwen3
+   tokenizer, labelled as such: its programs are noise, the run proves the pipeline;
+3. first turn: sample 0's is the data set's real model answer, as a cached first
+   turn, the other samples' are the model's (``--first-turn shipped``, default), or
+   the model writes all of them (``--first-turn model``);
+4. repair turns (``cobalt rollout``), public tests judged in the sandbox;
+5. hidden-test evaluation (``cobalt eval``);
+6. Pass@1 per turn: markdown table, CSV and PNG (``cobalt report``);
+7. bandit prompts (``cobalt build-prompts``);
+8. the veRL parquet (``cobalt make-verl-data --kind cobalt``).
+
+Everything is written under ``--work-dir``; a rerun resumes each stage.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import io
 import json
+import os
+import socket
 import sys
 import time
 from pathlib import Path
 
-SAMPLE = Path(__file__).with_name("fixtures") / "leetcode_sample.jsonl.gz"
+from cobalt.profile import add_profile_argument
+
+DEFAULT_MODEL = "Qwen/Qwen2.5-Coder-0.5B-Instruct"
+HUB_HOST = ("huggingface.co", 443)
 
 HOSTILE = {
     "infinite loop": "while True:\n    pass\n",
     "memory bomb": "x = [0] * (10 ** 10)\n",
     "fork bomb": "import os\nwhile True:\n    os.fork()\n",
-    "read hidden tests": "print(open('/work/shared/data/README.md').read())\n",
+    "read host files": "print(open('/etc/hostname').read())\n",
     "network": "import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=2)\n",
     "huge output": "while True:\n    print('x' * 10000)\n",
 }
@@ -29,16 +48,45 @@ HOSTILE = {
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of ``cobalt demo``."""
-    parser.add_argument("--problems", type=Path, default=SAMPLE,
-                        help="LeetCodeDataset-format JSONL(.gz) file (default: the 24-problem slice shipped with cobalt)")
-    parser.add_argument("--limit", type=int, default=None, help="use only the first N problems")
+    parser.add_argument("--problems", type=Path, default=None,
+                        help="LeetCodeDataset-format JSONL(.gz) (default: the 24 problems shipped with cobalt)")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N problems")
+    parser.add_argument("--work-dir", type=Path, default=Path("cobalt-demo"), help="where every stage writes")
+    parser.add_argument("--model", default=DEFAULT_MODEL,
+                        help="hub id or local folder of an instruct model (transformers engine); without the hub, "
+                        "a tiny random model is built locally instead")
+    parser.add_argument("--engine", default="transformers", help="engine for --model (transformers, openai, vllm)")
+    parser.add_argument("--base-url", default=None, help="OpenAI-compatible server for --engine openai")
+    parser.add_argument("--tiny", action="store_true", help="use the tiny random model even when the hub answers")
+    parser.add_argument("--first-turn", choices=("shipped", "model"), default="shipped",
+                        help="shipped: sample 0's first turn is the data set's real model answer (cached), the "
+                        "other samples' are the model's; model: the model writes every first turn")
+    parser.add_argument("--samples", type=int, default=2, help="trajectories per problem")
+    parser.add_argument("--turns", type=int, default=2, help="repair turns (2: the paper's training data)")
+    parser.add_argument("--max-tokens", type=int, default=None,
+                        help="new tokens per response (default: 48 for the tiny random model, 2048 otherwise)")
     parser.add_argument("--workers", type=int, default=None, help="programs judged at once (default: CPUs)")
-    parser.add_argument("--output", type=Path, default=None, help="write every result here as JSONL")
     parser.add_argument("--no-sandbox", action="store_true", help="run without bubblewrap (trusted code only)")
+    add_profile_argument(parser)
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """True when the Hugging Face hub answers a TCP connection (and offline mode is off)."""
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        return False
+    try:
+        with socket.create_connection(HUB_HOST, timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _line(stage: str, text: str) -> None:
+    print(f"[{stage}] {text}", flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the demo and print the summary table."""
+    """Run the demo; 0 when every stage worked."""
     return asyncio.run(_main(args))
 
 
@@ -47,8 +95,9 @@ async def _main(args: argparse.Namespace) -> int:
     from cobalt.execution.base import ExecOptions, TestCases
     from cobalt.execution.client import EvaluatorClient
     from cobalt.execution.sandbox import SandboxUnavailable
-    from cobalt.text import extract_code
+    from cobalt.profile import profile_from_args
 
+<<<<<<< HEAD
     problems = load_leetcode(args.problems)[: args.limit]
     profile = getattr(args, "profile", None)  # the command's --profile, where it has one
     client = EvaluatorClient.embedded(
@@ -96,24 +145,259 @@ async def _main(args: argparse.Namespace) -> int:
 
 
 def _model_rewards(problems, results, profile=None) -> list[float]:
-    try:
-        from cobalt.reward import shaped_reward
-    except ImportError:
-        return []
-    from cobalt.text import extract_code
+=======
+    started = time.perf_counter()
+    profile = str(profile_from_args(args))
+    work = args.work_dir
+    work.mkdir(parents=True, exist_ok=True)
+    client = EvaluatorClient.embedded(max_concurrency=args.workers, sandbox="none" if args.no_sandbox else "bwrap",
+                                      options=ExecOptions(profile=profile, allow_packages=True))
+    print(f"cobalt demo: the whole loop on {Path(args.problems or 'leetcode_sample.jsonl.gz').name}, "
+          f"profile {profile}, outputs in {work}/")
 
+    # 0. sandbox
+    t0 = time.perf_counter()
+>>>>>>> rollout
+    try:
+        hostile = await client.evaluate_many([(code, TestCases(("1\n",), ("1",))) for code in HOSTILE.values()])
+    except SandboxUnavailable as exc:
+        print(f"cobalt demo: {exc}", file=sys.stderr)
+        return 2
+    contained = sum(not r.all_passed for r in hostile)
+    _line("0 sandbox", f"{contained}/{len(HOSTILE)} hostile programs failed as they must "
+          f"({', '.join(f'{k}: {r.status[0]}' for k, r in zip(HOSTILE, hostile))}) [{time.perf_counter() - t0:.1f}s]")
+
+<<<<<<< HEAD
     out = []
     for p, r in zip(problems, results):
         has_code = extract_code(p.model_response, profile) is not None
         out.append(shaped_reward(p.model_response, r.pass_rate if has_code else None, 0.0))
     return out
+=======
+    # 1. problems
+    from cobalt.rollout.leetcode import problem_records
+
+    from cobalt.rollout.leetcode import SAMPLE_FILE
+
+    args.problems = args.problems or SAMPLE_FILE
+    leet = load_leetcode(args.problems)[: args.limit]
+    records = problem_records(leet)
+    problems_path = work / "problems.jsonl"
+    problems_path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    n_pub = sum(len(json.loads(r["public_test_cases"])["inputs"]) for r in records)
+    n_hid = sum(len(json.loads(r["hidden_test_cases"])["inputs"]) for r in records)
+    _line("1 problems", f"{len(records)} LeetCode problems, {n_pub} public and {n_hid} hidden call-based tests "
+          f"-> {problems_path}")
+
+    # 2. model
+    model, label, tiny = _choose_model(args, work)
+    from cobalt.engines import create_engine
+
+    options = {"base_url": args.base_url} if args.base_url else {}
+    if args.engine == "transformers":
+        options["device"] = "cpu" if tiny else "auto"
+    engine = create_engine(args.engine, model, **options)
+    if args.max_tokens is None:
+        args.max_tokens = 48 if tiny else 2048
+    # The tiny model's text is noise either way; greedy decoding spares top-p over 151,936
+    # tokens per step, which dominates its time on a CPU. A real model samples as the paper.
+    args.temperature = 0.0 if tiny else 0.6
+    from cobalt.engines.base import SamplingParams
+
+    t0 = time.perf_counter()
+    await engine.generate([[{"role": "user", "content": "hello"}]], SamplingParams(max_new_tokens=1))
+    _line("2 model", f"{label} ({args.engine} engine, loaded in {time.perf_counter() - t0:.1f}s; "
+          f"{'greedy' if args.temperature == 0 else 'temperature 0.6, top-p 0.95'}, {args.max_tokens} new tokens)")
+
+    # 3-4. rollout
+    ok = await _rollout(args, engine, client, work, problems_path, profile, leet)
+    await engine.aclose()
+    if not ok:
+        return 1
+
+    # 5. hidden evaluation
+    from cobalt.evaluation.cli import evaluate_file, summarize
+    from cobalt.evaluation.hidden import EvalStats
+    from cobalt.io import JsonlAppender
+
+    t0 = time.perf_counter()
+    stats = EvalStats()
+    evaluated = work / "eval.jsonl"
+    with JsonlAppender(evaluated) as out:
+        errors = await evaluate_file(work / "rollout.jsonl", out.write, client, profile=profile, enable_thinking=None,
+                                     history_max_chars=6000, max_problems=8, done={str(d) for d in out.done},
+                                     stats=stats)
+    n_used = args.samples
+    summary = summarize(evaluated, profile=profile, pass_n=n_used)
+    _line("5 hidden eval", f"{stats.distinct_programs} distinct programs run on the hidden tests, "
+          f"{stats.no_code} turns without a program, {len(errors)} errors [{time.perf_counter() - t0:.1f}s]")
+
+    # 6. report
+    from cobalt.analysis.report import write_report
+
+    note = (f"Model: {label}. n = {n_used} trajectories per problem (the estimator uses the run's own n; the paper "
+            "fixes n = 16 for its 16 samples).")
+    report = write_report([evaluated], work / "report", labels=[("tiny random model" if tiny else model)],
+                          profile=profile, pass_n=n_used, title="Cobalt demo: Pass@1 per turn", note=note)
+    _line("6 Pass@1", f"per turn (hidden tests), {summary['problems']} problems:")
+    for row in report["table"].splitlines():
+        print(f"    {row}")
+    _line("6 Pass@1", f"table, CSV and plot: {report['md']}, {report['csv']}, {report['png']}")
+
+    # 7-8. bandit prompts and the veRL parquet
+    ok = _training_data(work, evaluated, model)
+    _line("done", f"whole loop in {time.perf_counter() - started:.0f}s; outputs in {work}/")
+    return 0 if ok and contained == len(HOSTILE) and not errors else 1
+>>>>>>> rollout
 
 
-def _print_table(rows) -> None:
-    header = ("variant", "programs", "tests", "all pass", "mean pass rate", "tests/s", "seconds")
-    widths = (30, 9, 7, 9, 15, 9, 8)
-    print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
-    print("  ".join("-" * w for w in widths))
-    for name, n, tests, full, rate, tps, secs in rows:
-        cells = (name, str(n), str(tests), str(full), f"{rate:.3f}", f"{tps:.0f}", f"{secs:.1f}")
-        print("  ".join(c.ljust(w) for c, w in zip(cells, widths)))
+def _choose_model(args: argparse.Namespace, work: Path) -> tuple[str, str, bool]:
+    """``(model path or id, label, is_tiny)``: the hub/local model, or a tiny random one built here."""
+    local = Path(args.model).expanduser()
+    if local.exists():
+        return str(local), f"local model {local}", False
+    if args.engine != "transformers":
+        return args.model, f"{args.model}", False
+    if not args.tiny and hub_reachable():
+        return args.model, f"{args.model} from the hub", False
+    if not args.tiny:
+        print(f"[2 model] the Hugging Face hub cannot be reached: using a tiny randomly initialised Qwen3 built "
+              f"locally instead of {args.model} (its programs are noise: this run proves the pipeline, not a model)")
+    from cobalt.engines.tiny_model import build_tiny_qwen3
+
+    out = work / "tiny-qwen3"
+    if not (out / "config.json").exists():
+        build_tiny_qwen3(out)
+    return str(out), f"tiny random Qwen3 (2 layers, hidden 64, random weights) at {out}", True
+
+
+async def _rollout(args, engine, client, work: Path, problems_path: Path, profile: str, leet) -> bool:
+    """Stages 3 and 4: the first turn (cached real answers or the model's) and the repair turns."""
+    from cobalt.data.problems import iter_problems
+    from cobalt.engines.base import SamplingParams
+    from cobalt.io import JsonlAppender
+    from cobalt.rollout.cli import load_first_turns
+    from cobalt.rollout.leetcode import fenced_answer
+    from cobalt.rollout.loop import RolloutConfig, RolloutStats, extract_program, judge_public, run_rollout
+
+    problems = [p for _, p in iter_problems(problems_path)]
+    params = SamplingParams(temperature=args.temperature, top_p=0.95 if args.temperature else 1.0,
+                            max_new_tokens=args.max_tokens, seed=0)
+    first_path = work / "first_turn.jsonl"
+    t0 = time.perf_counter()
+    samples = args.samples
+    model_samples = samples - 1 if args.first_turn == "shipped" else samples
+    model_first: dict[str, list] = {}
+    if model_samples > 0:
+        stats = RolloutStats()
+        config = RolloutConfig(samples=model_samples, repair_turns=0, profile=profile, seed=0,
+                               max_problems=max(1, len(problems)), max_requests=256)
+        model_path = work / "first_turn_model.jsonl"
+        with JsonlAppender(model_path) as out:
+            await run_rollout(problems, engine, client, params, config, out.write, done=set(out.done), stats=stats)
+        if stats.problems_failed:
+            for err in stats.errors[:5]:
+                print(f"    failed: {err}")
+            return False
+        model_first = {k: [{"turns": [t]} for t in v] for k, v in load_first_turns(model_path).items()}
+    shipped_stats = RolloutStats()
+    answers = {p.task_id: fenced_answer(p) for p in leet}
+    with JsonlAppender(first_path) as out:
+        async def one(problem):
+            if problem.id in out.done:
+                return
+            firsts = []
+            if args.first_turn == "shipped":
+                response = answers[problem.id]
+                program = extract_program(response, profile)
+                public = await judge_public(program, problem, client, shipped_stats)
+                firsts.append({"turns": [{"response": response, "code": program, "public": public,
+                                          "public_pass_rate": sum(public["passing"]) / len(public["passing"]),
+                                          "shipped_answer": True}]})
+            firsts += model_first.get(problem.id, [])
+            out.write({**problem.to_dict(), "enable_thinking": False, "samples": firsts})
+
+        await asyncio.gather(*(one(p) for p in problems))
+    if args.first_turn == "shipped":
+        source = (f"sample 0: the data set's real model answer (cached); {model_samples} more from the model"
+                  if model_samples else "the data set's real model answers (cached)")
+    else:
+        source = f"the model's {samples} samples"
+    first = [json.loads(x) for x in first_path.read_text().splitlines()]
+    rates = [t["turns"][0]["public_pass_rate"] for r in first for t in r["samples"]]
+    _line("3 first turn", f"{source}: mean public pass rate {sum(rates) / max(len(rates), 1):.3f}, "
+          f"{sum(r == 1.0 for r in rates)}/{len(rates)} pass every public test [{time.perf_counter() - t0:.1f}s]")
+
+    t0 = time.perf_counter()
+    # every problem in flight: the engine batches all samples of a turn together
+    config = RolloutConfig(samples=samples, repair_turns=args.turns, profile=profile, seed=0,
+                           max_problems=max(1, len(problems)), max_requests=256)
+    stats = RolloutStats()
+    with JsonlAppender(work / "rollout.jsonl") as out:
+        await run_rollout(problems, engine, client, params, config, out.write, first_turns=load_first_turns(first_path),
+                          done=set(out.done), stats=stats)
+    if stats.problems_failed:
+        for err in stats.errors[:5]:
+            print(f"    failed: {err}")
+        return False
+    recs = [json.loads(x) for x in (work / "rollout.jsonl").read_text().splitlines()]
+    per_turn = []
+    for t in range(args.turns + 1):
+        vals = [s["turns"][t]["public_pass_rate"] for r in recs for s in r["samples"]]
+        per_turn.append(f"{sum(vals) / max(len(vals), 1):.2f}")
+    _line("4 repair turns", f"{args.turns} repair turns x {samples} sample(s) x {len(recs)} problems: "
+          f"{stats.responses} responses ({stats.completion_tokens} tokens), {stats.programs_run} programs judged, "
+          f"{stats.no_code} without code; mean public pass rate per turn {' -> '.join(per_turn)} "
+          f"[{time.perf_counter() - t0:.1f}s]")
+    return True
+
+
+def _tokenizer_for(model: str) -> str:
+    """The model's own tokenizer when it is a local folder, else the shipped Qwen3 tokenizer
+    (prompt lengths are then counted as the paper's Qwen3 policy would count them)."""
+    if (Path(model) / "tokenizer_config.json").is_file():
+        return model
+    env = os.environ.get("COBALT_QWEN3_TOKENIZER")
+    if env:
+        return env
+    return str(Path(__file__).resolve().parents[3] / "shared" / "data" / "qwen3_tokenizer")
+
+
+def _training_data(work: Path, evaluated: Path, model: str) -> bool:
+    """Stages 7 and 8 through their commands; their own output is kept in a log file."""
+    from cobalt.cli import main as cobalt_main
+
+    tokenizer = _tokenizer_for(model)
+    log = io.StringIO()
+    prompts = work / "prompts.jsonl"
+    t0 = time.perf_counter()
+    with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        rc = cobalt_main(["build-prompts", "--input", str(evaluated), "--output", str(prompts),
+                          "--model-name", tokenizer, "--no-progress"])
+    (work / "build_prompts.log").write_text(log.getvalue(), encoding="utf-8")
+    if rc != 0:
+        _line("7 bandit prompts", f"failed (exit {rc}); see {work / 'build_prompts.log'}")
+        return False
+    summary = json.loads((work / "prompts.jsonl.summary.json").read_text())["summary"]
+    _line("7 bandit prompts", f"{summary['prompts']} prompts ({summary['first_turn_prompts']} first-turn, "
+          f"{summary['partial_prompts']} partial-trajectory) from {summary['problems_considered']} problems; "
+          f"{summary['problems_too_easy']} too easy (dropped by dynamic sampling), "
+          f"{summary['trajectories_kept']} trajectories kept -> {prompts} [{time.perf_counter() - t0:.1f}s]")
+    if summary["prompts"] == 0:
+        _line("8 veRL parquet", "no prompts, nothing to write")
+        return True
+    t0 = time.perf_counter()
+    log = io.StringIO()
+    with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        rc = cobalt_main(["make-verl-data", "--kind", "cobalt", "--train", str(prompts), "--out-dir",
+                          str(work / "verl"), "--tokenizer", tokenizer, "--no-progress"])
+    (work / "make_verl_data.log").write_text(log.getvalue(), encoding="utf-8")
+    if rc != 0:
+        _line("8 veRL parquet", f"failed (exit {rc}); see {work / 'make_verl_data.log'}")
+        return False
+    import pyarrow.parquet as pq
+
+    rows = pq.ParquetFile(work / "verl" / "train.parquet").metadata.num_rows
+    _line("8 veRL parquet", f"{rows} rows in veRL's schema -> {work / 'verl' / 'train.parquet'} "
+          f"[{time.perf_counter() - t0:.1f}s]")
+    return True

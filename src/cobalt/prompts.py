@@ -18,7 +18,8 @@ file                   placeholders
 system.txt             (none)
 instruction.txt        ``{question}`` (required): the problem statement
 repair.txt             ``{feedback}`` (required): execution feedback of the last program
-all_public_passed.txt  (none): the feedback when every public test passes
+all_public_passed.txt  (none): the feedback when every public test passes (sent inside
+                       repair.txt, like any feedback: :func:`feedback_turn_message`)
 judge.txt              ``{problem}``, ``{new_program}`` (required), ``{previous_program}``,
                        ``{feedback}``, ``{diff}``
 =====================  ==============================================================
@@ -153,8 +154,24 @@ def repair_prompt(feedback: str, template_dir: str | os.PathLike | None = None) 
 
 
 def feedback_all_public_passed(template_dir: str | os.PathLike | None = None) -> str:
-    """The feedback text used when a program passes every public test (METHOD §4)."""
+    """The feedback text used when a program passes every public test (METHOD §4).
+
+    It is feedback, not a message: send it through :func:`feedback_turn_message`
+    (METHOD §9: every feedback, this one included, is wrapped in the repair instruction).
+    """
     return render("all_public_passed", template_dir).strip()
+
+
+def feedback_turn_message(feedback: str | None, template_dir: str | os.PathLike | None = None) -> str:
+    """The user message of a repair turn: the repair instruction wrapped around ``feedback``.
+
+    ``feedback`` is the execution feedback to show (for instance the first
+    failing public test's), or None when every public test passed: the
+    all-passed text (:func:`feedback_all_public_passed`) then goes into the
+    same repair instruction, as in the original (METHOD §9).
+    """
+    text = feedback_all_public_passed(template_dir) if feedback is None else feedback
+    return repair_prompt(text, template_dir)
 
 
 def judge_prompt(template_dir: str | os.PathLike | None = None, **fields: str) -> str:

@@ -27,9 +27,7 @@ from verl import DataProto  # noqa: E402
 from verl.experimental.reward_loop.reward_loop import RewardLoopWorker  # noqa: E402
 
 from cobalt.data.leetcode import LeetCodeProblem, load_leetcode  # noqa: E402
-from cobalt.reward import shaped_reward  # noqa: E402
 from cobalt.reward.scoring import reset_client  # noqa: E402
-from cobalt.reward.tokens import get_token_counter  # noqa: E402
 from cobalt.verl_plugin.reward import REWARD_INFO_KEYS  # noqa: E402
 from cobalt.verl_plugin.reward_manager import CobaltRewardManager  # noqa: E402
 from cobalt.verl_plugin.runs import RunSettings, build_overrides, compose_config  # noqa: E402
@@ -45,6 +43,20 @@ THINK = (
     "<think>\nThe task asks for a single pass over the input. I first thought of sorting, but that is "
     "wrong for ties, so I keep a running best instead. Let me verify the examples by hand.\n</think>\n\n"
 )
+THINK_TOKENS = 43
+"""o200k_base tokens of THINK before </think>, stripped, the <think> tag included (the paper
+profile's T); pinned by hand and checked against tiktoken itself in test_think_tokens_by_hand."""
+FAILING_SCORE = -0.1 + 0.075 * math.tanh(THINK_TOKENS / 1024) + 3 * 0.005
+"""A well-formed answer that passes no test: -0.1, the think term, 0.005 for each of
+"but", "wrong" and "verify" (each once)."""
+
+
+def test_think_tokens_by_hand():
+    import tiktoken
+
+    before = THINK[: THINK.index("</think>")].strip()
+    assert len(tiktoken.get_encoding("o200k_base").encode(before)) == THINK_TOKENS
+    assert FAILING_SCORE == pytest.approx(-0.1 + 0.075 * 0.041968 + 0.015, abs=1e-6)  # tanh(43/1024) = 0.041968
 
 
 @pytest.fixture(scope="module")
@@ -152,11 +164,9 @@ async def test_scores_through_verl_reward_loop(problems, reward_env):
     assert [info["reward_failed"] for info in infos] == [0] * len(rows), [info["reason"] for info in infos]
     assert scores[0] == 1.0 and scores[1] == 1.0, "correct programs in the paper's format"
     assert scores[2] < 0 and infos[2]["pass_rate"] == 0.0, "a wrong program"
-    # p = 0: -0.1, plus 0.075 * tanh(T / 1024) and 0.005 for each of "but", "wrong", "verify"
-    think_tokens = infos[2]["think_tokens"]
-    assert scores[2] == pytest.approx(-0.1 + 0.075 * math.tanh(think_tokens / 1024) + 0.015)
-    counter = get_token_counter()
-    assert scores[2] == pytest.approx(shaped_reward(rows[2]["response"], 0.0, token_counter=counter))
+    # p = 0: -0.1, plus 0.075 * tanh(43 / 1024) and 0.005 for each of "but", "wrong", "verify"
+    assert scores[2] == pytest.approx(FAILING_SCORE, abs=1e-9)
+    assert infos[2]["think_tokens"] == THINK_TOKENS
     assert scores[3] == -1.0 and infos[3]["has_code"] == 0, "no code block"
     # 3 of 4 tests after a best of 0.5: 0.2 + 0.1 * (0.75 - 0.5) / (1 - 0.5), no format penalty
     assert infos[4]["pass_rate"] == 0.75 and scores[4] == pytest.approx(0.25)
@@ -191,16 +201,55 @@ async def test_paper_shim_with_verls_naive_manager(problems, reward_env):
     assert [out["reward_score"] for out in outputs] == [1.0, 0.0]
 
 
-async def test_timed_out_row_scores_as_failed(problems, reward_env):
-    """Past the manager's timeout a row scores -1 in training and 0 in validation; the batch goes on."""
+@pytest.mark.parametrize("profile,val_score", [("paper", -1.0), ("cobalt", 0.0)])
+async def test_timed_out_row_scores_as_failed(problems, reward_env, profile, val_score):
+    """Past the manager's timeout the reward function itself has failed: -1 in training; in
+    validation -1 in paper (the original's manager) and 0 in cobalt. The batch goes on."""
     area = problems["maximum-area-of-longest-diagonal-rectangle"]
-    worker = worker_for("cobalt", "++reward.reward_kwargs.timeout_s=0.001")
+    worker = worker_for("cobalt", "++reward.reward_kwargs.timeout_s=0.001", f"++reward.reward_kwargs.profile={profile}")
     slow = "import time\ntime.sleep(3)\n" + area.reference
     rows = [
         row(area, answer(slow), call_ground_truth(area)),
         row(area, answer(slow), call_ground_truth(area), is_val=True),
     ]
     outputs = await worker.compute_score_batch(build_batch(worker.input_tokenizer, rows))
-    assert [out["reward_score"] for out in outputs] == [-1.0, 0.0]
+    assert [out["reward_score"] for out in outputs] == [-1.0, val_score]
     assert [out["reward_extra_info"]["reward_failed"] for out in outputs] == [1, 1]
     assert all(out["reward_extra_info"]["reason"] == "timeout" for out in outputs)
+
+
+async def test_timed_out_evaluation_is_shaped_as_pass_rate_zero(problems, reward_env, monkeypatch):
+    """Issue 10 2d: the evaluator gives up on a slow program inside the reward function; the row
+    scores as pass rate 0 with the usual shaping (paper, METHOD §9), not -1; 0 in validation."""
+    monkeypatch.setenv("COBALT_EVAL_TIMEOUT", "1")
+    reset_client()
+    area = problems["maximum-area-of-longest-diagonal-rectangle"]
+    slow = "import time\ntime.sleep(3)\n" + area.reference
+    rows = [
+        row(area, answer(slow), call_ground_truth(area), split="train"),
+        row(area, answer(slow), call_ground_truth(area), split="train", prev_best_pass_rate=0.5),
+        row(area, answer(slow), call_ground_truth(area), is_val=True),
+    ]
+    worker = worker_for("cobalt")
+    outputs = await worker.compute_score_batch(build_batch(worker.input_tokenizer, rows))
+    scores = [out["reward_score"] for out in outputs]
+    # b = 0.5, p = 0: the reward is replaced by -0.1 + 0.1 * (0 - 0.5) / 0.5 = -0.2, then the format term
+    assert scores == pytest.approx([FAILING_SCORE, FAILING_SCORE - 0.1, 0.0], abs=1e-9)
+    assert [out["reward_extra_info"]["pass_rate"] for out in outputs] == [0.0, 0.0, 0.0]
+    assert all("timed out" in out["reward_extra_info"]["reason"] for out in outputs)
+
+
+@pytest.mark.parametrize(
+    "kwargs,profile,timeout_s",
+    [
+        ({}, "paper", 300.0),  # the original's manager waits 300 s per row
+        ({"profile": "cobalt"}, "cobalt", 120.0),
+        ({"profile": "paper", "timeout_s": 45}, "paper", 45.0),
+    ],
+)
+def test_manager_defaults_by_profile(monkeypatch, kwargs, profile, timeout_s):
+    from omegaconf import OmegaConf
+
+    monkeypatch.delenv("COBALT_PROFILE", raising=False)
+    manager = CobaltRewardManager(OmegaConf.create({"reward": {"reward_kwargs": kwargs}}), tokenizer=None)
+    assert (manager.profile.value, manager.timeout_s, manager.passes_profile) == (profile, timeout_s, True)

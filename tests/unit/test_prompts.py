@@ -103,3 +103,45 @@ def test_parse_judge_verdict(answer, expected):
 def test_unknown_template_name():
     with pytest.raises(TemplateError, match="unknown template"):
         prompts.load_template("nope")
+
+
+def test_all_passed_goes_through_repair():
+    """Issue 10 2a/2h: the all-passed sentence is wrapped in the repair instruction, never sent alone."""
+    message = prompts.feedback_turn_message(None)
+    assert message.startswith("Your previous program was run on test cases")
+    assert message.endswith(
+        "Execution feedback:\nYour program passed every public test case it was run on. It will also be judged "
+        "on hidden test cases that you cannot see, so think about the edge cases, extreme input sizes and time "
+        "limits those hidden tests may cover, and make sure the program handles them."
+    )
+    failing = "Input:\n3\nProgram's Output:\n8\nExpected Output:\n9"
+    assert prompts.feedback_turn_message(failing).endswith("Execution feedback:\n" + failing)
+    assert prompts.feedback_turn_message(failing).startswith("Your previous program was run on test cases")
+
+
+def test_all_passed_override_also_wrapped(tmp_path):
+    (tmp_path / "all_public_passed.txt").write_text("ALL GOOD\n", encoding="utf-8")
+    (tmp_path / "repair.txt").write_text("FIX <<{feedback}>>\n", encoding="utf-8")
+    assert prompts.feedback_turn_message(None, template_dir=tmp_path) == "FIX <<ALL GOOD>>"
+
+
+@pytest.mark.parametrize(
+    "name,phrases",
+    [
+        # METHOD §8 and §9: what each prompt must carry (checked by hand-picked words of our own text)
+        ("instruction", ["step by step", "brainstorm", "reflect", "write all of your thinking out",
+                         "one complete python program", "standard input", "standard output", "comments",
+                         "```python\n# your complete program", "problem:\n{question}"]),
+        ("repair", ["trace", "quote the exact snippets", "do not try to alter", "package that is not available",
+                    "write the needed functionality yourself", "partial answers are not accepted",
+                    "changes of a few lines", "entire corrected program", "step by step",
+                    "one new ```python fenced code block", "execution feedback:\n{feedback}"]),
+        ("system", ["read-only", "resource limits", "fork", "signals", "shell commands", "file system",
+                    "psutil", "resource", "ipdb", "tkinter", "joblib", "mention a rule only where"]),
+        ("all_public_passed", ["passed every public test", "hidden test cases", "edge cases"]),
+    ],
+)
+def test_templates_carry_method_content(name, phrases):
+    text, _ = prompts.load_template(name)
+    for phrase in phrases:
+        assert phrase in text.lower(), (name, phrase)

@@ -16,3 +16,9 @@ from cobalt.engines.base import (  # noqa: F401
     create_engine,
     register_engine,
 )
+
+# The built-in backends, imported only when chosen.
+register_engine("openai", "cobalt.engines.openai_engine:create")
+register_engine("transformers", "cobalt.engines.hf_engine:create")
+register_engine("vllm", "cobalt.engines.vllm_engine:create")
+register_engine("vllm-serve", "cobalt.engines.vllm_serve:create_serve_engine")

@@ -368,8 +368,8 @@ class LocalExecutor:
                 if error and "budget" in error:
                     st = Status.TIMEOUT
                 passing.append(False)
-                fb.append(feedback.test_feedback(inp, "", expected, note=reason) if st is not Status.TIMEOUT
-                          else feedback.test_feedback(inp, "", expected, timed_out_after=self.limits.test_wall_s))
+                fb.append(feedback.test_feedback(inp, "", expected, note=reason, profile=opts.profile) if st is not Status.TIMEOUT
+                          else feedback.test_feedback(inp, "", expected, timed_out_after=self.limits.test_wall_s, profile=opts.profile))
                 status.append(st.value)
                 walls.append(0.0)
                 cpus.append(0.0)
@@ -392,7 +392,7 @@ class LocalExecutor:
             return self._judge_one(inp, expected, rec, opts, fn_name)
         except Exception as exc:
             reason = f"the output could not be judged: {type(exc).__name__}: {str(exc)[:200]}"
-            return False, Status.WRONG_ANSWER, feedback.test_feedback(inp, "", expected, error=reason)
+            return False, Status.WRONG_ANSWER, feedback.test_feedback(inp, "", expected, error=reason, profile=opts.profile)
 
     def _judge_one(
         self, inp: str, expected: str, rec: dict, opts: ExecOptions, fn_name: str | None
@@ -406,16 +406,17 @@ class LocalExecutor:
             return False, Status.MEMORY_LIMIT, feedback.test_feedback(
                 inp, shown_output, expected,
                 error=(stderr + "\n" if stderr else "") + f"MemoryError: the test used more than {limit_mib:g} MiB",
+                profile=opts.profile,
             )
         if rec.get("skipped") or rec.get("timeout"):
-            return False, Status.TIMEOUT, feedback.test_feedback(inp, shown_output, expected, timed_out_after=self.limits.test_wall_s)
+            return False, Status.TIMEOUT, feedback.test_feedback(inp, shown_output, expected, timed_out_after=self.limits.test_wall_s, profile=opts.profile)
         exit_code = rec.get("exit")
         if exit_code in (-signal.SIGXCPU, -signal.SIGKILL) and rec.get("cpu", 0.0) >= self.limits.test_cpu_s - 0.05:
-            return False, Status.TIMEOUT, feedback.test_feedback(inp, shown_output, expected, timed_out_after=self.limits.test_wall_s)
+            return False, Status.TIMEOUT, feedback.test_feedback(inp, shown_output, expected, timed_out_after=self.limits.test_wall_s, profile=opts.profile)
         if rec.get("olimit"):
             limit_mib = self.limits.output_bytes / (1 << 20)
             return False, Status.OUTPUT_LIMIT, feedback.test_feedback(
-                inp, stdout, expected, error=f"output limit exceeded (more than {limit_mib:g} MiB)"
+                inp, stdout, expected, error=f"output limit exceeded (more than {limit_mib:g} MiB)", profile=opts.profile
             )
         if exit_code != 0:
             if exit_code == -signal.SIGXFSZ:
@@ -426,22 +427,25 @@ class LocalExecutor:
                 err = stderr or f"Exit code {exit_code}"
             tail = stderr.strip().splitlines()[-1] if stderr.strip() else ""
             st = Status.MEMORY_LIMIT if any(tail.startswith(m) for m in MEMORY_ERROR_MARKERS) else Status.RUNTIME_ERROR
-            return False, st, feedback.test_feedback(inp, shown_output, expected, error=err)
+            return False, st, feedback.test_feedback(inp, shown_output, expected, error=err, stderr=stderr, profile=opts.profile)
         if fn_name:
             if not ret:
-                return False, Status.RUNTIME_ERROR, feedback.test_feedback(inp, "", expected, error=stderr or "no return value")
+                return False, Status.RUNTIME_ERROR, feedback.test_feedback(inp, "", expected, error=stderr or "no return value", profile=opts.profile)
             try:
                 actual = compare.parse_json(ret)
             except ValueError as exc:  # not JSON, or nested beyond what the host parses
                 return False, Status.WRONG_ANSWER, feedback.test_feedback(
-                    inp, ret, expected, error=f"the return value could not be judged: {str(exc)[:200]}"
+                    inp, ret, expected, error=f"the return value could not be judged: {str(exc)[:200]}",
+                    profile=opts.profile,
                 )
             ok = compare.values_match(actual, compare.parse_value(expected), opts.float_tol)
         elif opts.compare == "tolerant":
             ok = compare.outputs_match_tolerant(stdout, expected, opts.float_tol)
         else:
             ok = compare.outputs_match_exact(stdout, expected, opts.profile)
-        return ok, (Status.PASSED if ok else Status.WRONG_ANSWER), feedback.test_feedback(inp, shown_output, expected)
+        return ok, (Status.PASSED if ok else Status.WRONG_ANSWER), feedback.test_feedback(
+            inp, shown_output, expected, profile=opts.profile
+        )
 
 
 def feedback_program_timeout(cap_s: float) -> str:

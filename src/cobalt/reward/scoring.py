@@ -8,14 +8,28 @@ returns the shaped reward with its parts as a dict whose ``score`` key veRL
 reads (every other key becomes a logged column; the key set and each value's
 type are the same for every row, as veRL stacks rows by the first row's keys).
 
-Nothing in one row raises into the batch: malformed ground truth, a failed or
-timed-out evaluation, an unexpected exception all score ``-1`` in training and
-``0`` in validation, with the reason logged and returned under ``reason``.
+Two kinds of trouble, kept apart (METHOD §9, docs/REWARD.md "Failures"):
+
+- the *evaluation* fails or times out (the evaluator returns an error, raises,
+  or does not answer in time): the row is scored like any other, with the
+  pass rate the evaluation gives: 0 in ``paper`` (the original replaces the
+  result by one failing test); in ``cobalt`` the verdicts that did come back
+  count, the missing ones fail. Shaping then runs as usual, so in training
+  the row gets -0.1 plus the format term, not -1, and 0 in validation.
+  ``eval_failed`` and ``reason`` say what happened.
+- the *reward function itself* cannot score the row (malformed ground truth,
+  a response that is not text, a bad ``prev_best_pass_rate``, an unexpected
+  exception): ``-1``; in ``paper`` also in validation (the original's reward
+  manager turns any exception into -1), in ``cobalt`` ``0`` in validation, so
+  that a broken row cannot pull the reported accuracy below zero.
+
+Nothing in one row raises into the batch.
 
 The client is built on first use (``EvaluatorClient.from_env()``, i.e.
 ``COBALT_EVALUATOR`` etc.) and cached in this module; a caller or test may pass
 its own with ``client=...``. The bound on rows in flight (``COBALT_REWARD_CONCURRENCY``,
 default 64 as in the paper) is a semaphore made inside the running event loop.
+The profile comes from the ``profile=`` keyword (default ``paper``).
 """
 from __future__ import annotations
 
@@ -24,12 +38,8 @@ import logging
 import os
 from typing import Any, Mapping
 
-from cobalt.reward.shaped import (
-    NO_CODE_TRAIN_REWARD,
-    NO_CODE_VAL_REWARD,
-    RewardBreakdown,
-    shaped_reward_breakdown,
-)
+from cobalt.reward.shaped import RewardBreakdown, shaped_reward_breakdown
+from cobalt.profile import Profile, resolve_profile
 from cobalt.reward.tokens import TokenCounter
 from cobalt.text import extract_code
 
@@ -38,8 +48,10 @@ log = logging.getLogger(__name__)
 DEFAULT_CONCURRENCY = 64
 CONCURRENCY_ENV = "COBALT_REWARD_CONCURRENCY"
 VAL_SPLITS = frozenset({"val", "valid", "validation", "test"})
-FAILED_TRAIN_REWARD = NO_CODE_TRAIN_REWARD
-FAILED_VAL_REWARD = NO_CODE_VAL_REWARD
+FAILED_TRAIN_REWARD = -1.0
+"""Score of a row that the reward function itself could not score (training, both profiles)."""
+FAILED_VAL_REWARD = {"paper": -1.0, "cobalt": 0.0}
+"""The same in validation, per profile: the original's -1, or Cobalt's 0 (a failed pass)."""
 CLIENT_GRACE_S = 5.0
 """Extra wait beyond the client's own timeout before the row is given up."""
 
@@ -111,9 +123,38 @@ def _result(
     return out
 
 
-def _failure(reason: str, *, is_val: bool, prev_best: float, has_code: bool, n_tests: int, where: str) -> dict:
+def failure_score(is_val: bool, profile: str | Profile = "paper") -> float:
+    """The score of a row that the reward function itself could not score.
+
+    >>> failure_score(False), failure_score(True), failure_score(True, "cobalt")
+    (-1.0, -1.0, 0.0)
+    """
+    return FAILED_VAL_REWARD[resolve_profile(profile).value] if is_val else FAILED_TRAIN_REWARD
+
+
+def evaluated_pass_rate(result: Any, n_tests: int, profile: str | Profile = "paper") -> float:
+    """The pass rate that a (possibly failed) evaluation of ``n_tests`` tests counts as.
+
+    A result without an error and with one verdict per test: the fraction
+    passed. A failed one (``result.error`` set, or a verdict count that differs
+    from ``n_tests``, or ``None`` when the evaluation raised or timed out): 0 in
+    ``paper``; in ``cobalt`` the verdicts that came back, the missing ones failing.
+    """
+    passing = tuple(getattr(result, "passing", ()) or ())
+    complete = result is not None and getattr(result, "error", None) is None and len(passing) == n_tests
+    if complete:
+        return sum(map(bool, passing)) / n_tests
+    if resolve_profile(profile) is Profile.PAPER or n_tests == 0:
+        return 0.0
+    return sum(map(bool, passing[:n_tests])) / n_tests
+
+
+def _failure(
+    reason: str, *, is_val: bool, prev_best: float, has_code: bool, n_tests: int, where: str,
+    profile: str | Profile = "paper",
+) -> dict:
     log.warning("reward: %s scores as failed: %s", where, reason)
-    score = FAILED_VAL_REWARD if is_val else FAILED_TRAIN_REWARD
+    score = failure_score(is_val, profile)
     breakdown = RewardBreakdown(score, score, 0.0, 0.0, None, prev_best, is_val)
     return _result(breakdown, has_code=has_code, n_tests=n_tests, failed=True, reason=reason)
 
@@ -135,22 +176,30 @@ async def compute_score(
 
     Returns a dict with ``score`` and, for logging, ``pass_rate``, ``acc``,
     ``correctness``, ``improvement``, ``format`` and the details listed in
-    docs/REWARD.md.
+    docs/REWARD.md. ``profile=`` (``paper`` by default) decides how failures
+    score (see the module docstring).
     """
+    try:
+        profile = resolve_profile(kwargs.get("profile") or "paper")
+    except ValueError as exc:
+        profile = Profile.PAPER
+        log.warning("reward: %s; scoring with the paper profile", exc)
+    kwargs = {**kwargs, "profile": profile}
     is_val = is_validation_row(extra_info)
     index = extra_info.get("index") if isinstance(extra_info, Mapping) else None
     where = f"row {index!r} of {data_source!r}" if index is not None else f"a row of {data_source!r}"
     try:
         prev_best = _prev_best(extra_info)
     except (TypeError, ValueError) as exc:
-        return _failure(f"bad extra_info: {exc}", is_val=is_val, prev_best=0.0, has_code=False, n_tests=0, where=where)
+        return _failure(f"bad extra_info: {exc}", is_val=is_val, prev_best=0.0, has_code=False, n_tests=0,
+                        where=where, profile=profile)
     async with _semaphore():
         try:
             return await _score(solution_str, ground_truth, is_val, prev_best, where, kwargs)
         except Exception as exc:  # noqa: BLE001 - one row must never fail the batch
             return _failure(
                 f"unexpected {type(exc).__name__}: {exc}",
-                is_val=is_val, prev_best=prev_best, has_code=False, n_tests=0, where=where,
+                is_val=is_val, prev_best=prev_best, has_code=False, n_tests=0, where=where, profile=profile,
             )
 
 
@@ -159,38 +208,47 @@ async def _score(
 ) -> dict[str, Any]:
     from cobalt.execution.base import TestCaseError, TestCases
 
+    profile = kwargs["profile"]
+
+    def failed(reason: str, has_code: bool = False, n_tests: int = 0) -> dict:
+        return _failure(reason, is_val=is_val, prev_best=prev_best, has_code=has_code, n_tests=n_tests,
+                        where=where, profile=profile)
+
     if not isinstance(response, str):
-        return _failure(f"response is {type(response).__name__}, not str", is_val=is_val,
-                        prev_best=prev_best, has_code=False, n_tests=0, where=where)
+        return failed(f"response is {type(response).__name__}, not str")
     try:
         tests = TestCases.from_obj(ground_truth, where="ground_truth")
+        problem = "" if len(tests) else "malformed ground truth: no test cases"
     except TestCaseError as exc:
-        return _failure(f"malformed ground truth: {exc}", is_val=is_val, prev_best=prev_best,
-                        has_code=False, n_tests=0, where=where)
-    if len(tests) == 0:
-        return _failure("malformed ground truth: no test cases", is_val=is_val, prev_best=prev_best,
-                        has_code=False, n_tests=0, where=where)
+        tests, problem = None, f"malformed ground truth: {exc}"
     counter: TokenCounter | None = kwargs.get("token_counter")
-    code = extract_code(response, kwargs.get("profile"))
-    if code is None:
+    code = extract_code(response, profile)
+    if code is None:  # checked before the tests are used, as the original does
         breakdown = shaped_reward_breakdown(response, None, prev_best, is_val=is_val)
-        return _result(breakdown, has_code=False, n_tests=len(tests), reason="no code block")
+        return _result(breakdown, has_code=False, n_tests=len(tests or ()), reason="no code block")
+    if problem:
+        return failed(problem)
     client = kwargs.get("client") or _default_client()
     wait_s = float(getattr(client, "timeout_s", 30.0)) + CLIENT_GRACE_S
+    result = None
     try:
         result = await asyncio.wait_for(client.evaluate(code, tests), timeout=wait_s)
     except asyncio.TimeoutError:
-        return _failure(f"evaluation did not return within {wait_s:g} s", is_val=is_val,
-                        prev_best=prev_best, has_code=True, n_tests=len(tests), where=where)
-    if result.error is not None or len(result.passing) != len(tests):
-        reason = result.error or f"{len(result.passing)} verdicts for {len(tests)} tests"
-        return _failure(f"evaluation failed: {reason}", is_val=is_val, prev_best=prev_best,
-                        has_code=True, n_tests=len(tests), where=where)
+        problem = f"evaluation did not return within {wait_s:g} s"
+    except Exception as exc:  # noqa: BLE001 - the evaluator's trouble is scored, not raised
+        problem = f"evaluation raised {type(exc).__name__}: {exc}"
+    if result is not None and (result.error is not None or len(result.passing) != len(tests)):
+        problem = result.error or f"{len(result.passing)} verdicts for {len(tests)} tests"
+    pass_rate = evaluated_pass_rate(result, len(tests), profile)
+    if problem:
+        log.warning("reward: %s: evaluation failed (%s); scored with pass rate %g", where, problem, pass_rate)
     # Token counting and the repetition scan take milliseconds: keep them off the event loop.
     breakdown = await asyncio.to_thread(
-        shaped_reward_breakdown, response, result.pass_rate, prev_best, is_val=is_val, token_counter=counter
+        shaped_reward_breakdown, response, pass_rate, prev_best, is_val=is_val, token_counter=counter,
+        profile=profile.value,
     )
-    return _result(breakdown, has_code=True, n_tests=len(tests))
+    reason = f"evaluation failed: {problem}" if problem else ""
+    return _result(breakdown, has_code=True, n_tests=len(tests), failed=bool(problem), reason=reason)
 
 
 def reset_client() -> None:

@@ -14,7 +14,13 @@
   bonus) or ``-0.1`` for over-long thinking, minus ``0.1`` per over-long part.
 
 A response without a code block scores -1 in training and 0 in validation,
-before any other term. Every weight and threshold is a named constant below,
+before any other term.
+
+One rule depends on the profile (docs/FIDELITY.md): the think length ``T``.
+``paper`` counts what the original counts, the text before ``</think>``
+stripped, so an opening ``<think>`` tag that the model generated (Qwen3 does;
+R1-Distill's chat template puts it in the prompt) adds its tokens; ``cobalt``
+counts the reasoning alone, without the tag. Every weight and threshold is a named constant below,
 the one place they are defined; docs/REWARD.md explains each choice.
 """
 from __future__ import annotations
@@ -201,19 +207,46 @@ def keyword_bonus(think: str) -> float:
     return min(eligible * KEYWORD_BONUS, KEYWORD_BONUS_CAP)
 
 
-def format_reward(response: str, r: float, token_counter: TokenCounter | None = None) -> FormatCheck:
+PROFILES = ("paper", "cobalt")
+
+
+def _profile_name(profile: object) -> str:
+    value = str(profile)  # a Profile prints as its value
+    if value not in PROFILES:
+        raise ValueError(f"profile must be 'paper' or 'cobalt', got {profile!r}")
+    return value
+
+
+def think_text(response: str, profile: str = "paper") -> str:
+    """The think part whose tokens make ``T``: the text before the first ``</think>``, stripped;
+    ``paper`` keeps a leading ``<think>`` tag (as the original), ``cobalt`` drops it.
+    Empty when there is no ``</think>``.
+
+    >>> think_text("<think> plan </think>code"), think_text("<think> plan </think>code", "cobalt")
+    ('<think> plan', 'plan')
+    """
+    if _profile_name(profile) == "cobalt":
+        think, _ = split_think(response)
+        return "" if think is None else think.strip()
+    before, found, _ = response.partition(THINK_END)
+    return before.strip() if found else ""
+
+
+def format_reward(
+    response: str, r: float, token_counter: TokenCounter | None = None, *, profile: str = "paper"
+) -> FormatCheck:
     """Step 4: the format term for ``response`` given ``r`` (the result of steps 1-3).
 
     -0.9 alone when :func:`format_violation` finds a problem; else the length
     terms. Tokens are counted only on this path (``o200k_base`` by default).
+    ``profile`` chooses what the think length counts (:func:`think_text`).
     """
     violation = format_violation(response)
     if violation is not None:
         return FormatCheck(FORMAT_PENALTY, violation)
     counter = token_counter or get_token_counter()
-    think, answer = split_think(response)
-    think = (think or "").strip()
-    answer = answer.strip()
+    think = think_text(response, profile)
+    answer = split_think(response)[1].strip()
     after_open = answer[answer.index(PYTHON_FENCE) + len(PYTHON_FENCE):]
     explanation = after_open[after_open.index(CLOSING_FENCE) + len(CLOSING_FENCE):].strip()
     t, a, e = counter.count(think), counter.count(answer), counter.count(explanation)
@@ -247,15 +280,18 @@ def shaped_reward_breakdown(
     *,
     is_val: bool = False,
     token_counter: TokenCounter | None = None,
+    profile: str = "paper",
 ) -> RewardBreakdown:
     """Score one response (METHOD §3) and return the score with its parts.
 
     ``pass_rate`` is the fraction of tests passed, or None when the response
     has no code block; ``prev_best_pass_rate`` is the best pass rate of the
-    trajectory so far (0 for a first turn).
+    trajectory so far (0 for a first turn). ``profile`` (``paper`` or
+    ``cobalt``) chooses how the think length is counted (:func:`think_text`).
     """
     if not isinstance(response, str):
         raise TypeError(f"response must be str, got {type(response).__name__}")
+    _profile_name(profile)
     b = _check_rate("prev_best_pass_rate", prev_best_pass_rate)
     if pass_rate is None:
         score = NO_CODE_VAL_REWARD if is_val else NO_CODE_TRAIN_REWARD
@@ -266,7 +302,7 @@ def shaped_reward_breakdown(
         return RewardBreakdown(score, score, 0.0, 0.0, p, b, True)
     correctness = correctness_reward(p)
     r = improvement_reward(p, b, correctness)
-    fmt = format_reward(response, r, token_counter)
+    fmt = format_reward(response, r, token_counter, profile=profile)
     score = min(REWARD_MAX, max(REWARD_MIN, r + fmt.value))
     return RewardBreakdown(
         score=score,
@@ -291,6 +327,7 @@ def shaped_reward(
     *,
     is_val: bool = False,
     token_counter: TokenCounter | None = None,
+    profile: str = "paper",
 ) -> float:
     """The paper's reward for one response (see :func:`shaped_reward_breakdown`).
 
@@ -302,5 +339,5 @@ def shaped_reward(
     1.0
     """
     return shaped_reward_breakdown(
-        response, pass_rate, prev_best_pass_rate, is_val=is_val, token_counter=token_counter
+        response, pass_rate, prev_best_pass_rate, is_val=is_val, token_counter=token_counter, profile=profile
     ).score

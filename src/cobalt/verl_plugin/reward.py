@@ -12,6 +12,11 @@ JSON) and ``extra_info`` (the row's ``extra_info`` dict; verl's ``naive`` manage
 verl never tells the function whether a row is a validation row, so the flag
 comes from the data: ``extra_info["is_val"]`` (written by ``cobalt make-verl-data``).
 
+The profile (``paper`` or ``cobalt``, docs/FIDELITY.md) comes from the
+``profile`` keyword (``custom_reward_function.reward_kwargs.profile`` or our
+reward manager's ``reward.reward_kwargs.profile``), else from ``$COBALT_PROFILE``,
+else ``paper``: this module is an entry point, so it may read the environment.
+
 The dict returned here has ``score`` (the reward) and a fixed set of flat keys
 (:data:`REWARD_INFO_KEYS`): verl turns every key into a per-sample column,
 stacking rows by the keys of the first one, so a key missing from one row, or
@@ -54,8 +59,10 @@ async def compute_score(
     that loading this module through ``pkg://`` stays cheap) and returns its
     result flattened by :func:`flatten_for_verl`.
     """
+    from cobalt.profile import resolve_profile
     from cobalt.reward import compute_score as cobalt_compute_score
 
+    kwargs["profile"] = resolve_profile(kwargs.get("profile"))
     result = await cobalt_compute_score(
         data_source=data_source,
         solution_str=solution_str,

@@ -14,11 +14,18 @@ to the reward function, keep the result's keys as extra info):
 - a bound on the evaluations in flight in one reward worker
   (``reward.reward_kwargs.max_concurrent``, default 8: with verl's 8 reward
   workers that is the paper's 64 at a time), built inside the running loop;
-- a timeout per row (``reward.reward_kwargs.timeout_s``, default 120 s: the
-  evaluator's own 30 s per program plus queueing);
-- a row whose scoring raised or timed out scores -1 in training and 0 in
-  validation (``extra_info["is_val"]``), with ``reward_failed=1`` in its extra
-  info, so one row can never fail the batch;
+- a timeout per row (``reward.reward_kwargs.timeout_s``; default 300 s in the
+  ``paper`` profile, as the original's manager, 120 s in ``cobalt``: the
+  evaluator's own budget per program plus queueing, so that a hung row holds
+  up a training step for two minutes, not five);
+- a row whose reward function raised or ran past that timeout scores -1, in
+  ``paper`` also in validation (the original), in ``cobalt`` 0 in validation
+  (``extra_info["is_val"]``), with ``reward_failed=1`` in its extra info, so
+  one row can never fail the batch. (A failed *evaluation* is not such a row:
+  the reward function scores it with pass rate 0, see :mod:`cobalt.reward.scoring`.)
+- the profile (``reward.reward_kwargs.profile``, else ``$COBALT_PROFILE``, else
+  ``paper``), passed on to the reward function when it takes a ``profile``
+  keyword (ours does);
 - the same extra-info keys on every row (:data:`cobalt.verl_plugin.reward.REWARD_INFO_KEYS`),
   which verl needs to stack a batch, whatever the reward function returned.
 
@@ -36,14 +43,15 @@ from typing import Any
 from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
+from cobalt.profile import resolve_profile
+from cobalt.reward.scoring import failure_score
 from cobalt.verl_plugin.reward import flatten_for_verl
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_CONCURRENT = 8
-DEFAULT_TIMEOUT_S = 120.0
-TRAIN_FAILURE_SCORE = -1.0
-VAL_FAILURE_SCORE = 0.0
+DEFAULT_TIMEOUT_S = {"paper": 300.0, "cobalt": 120.0}
+"""Per-row timeout by profile when ``reward.reward_kwargs.timeout_s`` is not set."""
 
 
 class CobaltRewardManager(RewardManagerBase):
@@ -66,8 +74,11 @@ class CobaltRewardManager(RewardManagerBase):
         self.compute_score = compute_score
         self.is_async = inspect.iscoroutinefunction(compute_score)
         settings = _reward_kwargs(config)
+        self.profile = resolve_profile(settings.get("profile"))
         self.max_concurrent = int(settings.get("max_concurrent", DEFAULT_MAX_CONCURRENT))
-        self.timeout_s = float(settings.get("timeout_s", DEFAULT_TIMEOUT_S))
+        timeout_s = settings.get("timeout_s")
+        self.timeout_s = float(DEFAULT_TIMEOUT_S[self.profile.value] if timeout_s is None else timeout_s)
+        self.passes_profile = _accepts_keyword(compute_score, "profile")
         if self.max_concurrent < 1 or self.timeout_s <= 0:
             raise ValueError(
                 f"reward.reward_kwargs: max_concurrent must be >= 1 and timeout_s > 0, "
@@ -105,7 +116,7 @@ class CobaltRewardManager(RewardManagerBase):
             except Exception as exc:  # noqa: BLE001 - any failure of one row must not fail the batch
                 reason = "timeout" if isinstance(exc, asyncio.TimeoutError) else f"{type(exc).__name__}: {exc}"
                 log.warning("reward failed for a row of %s (%s); scoring it as failed", data_source, reason)
-                score = VAL_FAILURE_SCORE if is_val else TRAIN_FAILURE_SCORE
+                score = failure_score(is_val, self.profile)
                 extra = flatten_for_verl({"score": score, "is_val": is_val, "reason": reason}, failed=True)
                 return {"reward_score": score, "reward_extra_info": extra}
         extra = flatten_for_verl(result)
@@ -113,9 +124,20 @@ class CobaltRewardManager(RewardManagerBase):
 
     async def _call(self, data_source: Any, response: str, ground_truth: Any, extra_info: dict) -> Any:
         kwargs = dict(data_source=data_source, solution_str=response, ground_truth=ground_truth, extra_info=extra_info)
+        if self.passes_profile:
+            kwargs["profile"] = self.profile.value
         if self.is_async:
             return await self.compute_score(**kwargs)
         return await asyncio.to_thread(self.compute_score, **kwargs)
+
+
+def _accepts_keyword(fn: Any, name: str) -> bool:
+    """Whether ``fn`` takes keyword ``name`` (by name or through ``**kwargs``)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD or p.name == name for p in params)
 
 
 def _reward_kwargs(config: Any) -> dict:

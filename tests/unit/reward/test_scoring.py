@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 
@@ -14,8 +15,11 @@ from reward_data import call_tests, stdin_program, with_code
 
 COLLECT = 198  # minimum-operations-to-collect-elements: outputs 4, 5, 4
 PAIRS = 206  # minimum-array-length-after-pair-removals: outputs 0, 0, 1
-F95 = 0.006938113982152284  # 0.075 * tanh(95 / 1024): think length of row 198's answer
-F175 = 0.012694040882648994  # 0.075 * tanh(175 / 1024): row 206
+# 0.075 * tanh(T / 1024), T the o200k_base length of the think part as the paper
+# profile counts it (the "<think>" tag included: 3 tokens more than the reasoning alone).
+F98 = 0.007155900528844939  # row 198's answer: 98 tokens (95 without the tag)
+F178 = 0.012907366575483836  # row 206: 178 tokens
+F95 = 0.006938113982152284  # row 198 in the cobalt profile: 95 tokens
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +49,7 @@ async def test_real_model_answer_scores_one(client, leetcode_rows):
     row = leetcode_rows[COLLECT]
     response = with_code(row, row["response"].split("```python\n")[1].split("\n```")[0])
     out = await _score(client, response, call_tests(row))
-    assert out["score"] == 1.0 and out["think_tokens"] == 95
+    assert out["score"] == 1.0 and out["think_tokens"] == 98
 
 
 async def test_stdin_program(client, leetcode_rows):
@@ -54,7 +58,7 @@ async def test_stdin_program(client, leetcode_rows):
     right = await _score(client, with_code(row, stdin_program(row, row["completion"])), tests)
     wrong = await _score(client, with_code(row, stdin_program(row, _wrong(row, "return -1"))), tests)
     assert right["score"] == 1.0
-    assert wrong["pass_rate"] == 0.0 and wrong["score"] == pytest.approx(-0.1 + F95, abs=1e-12)
+    assert wrong["pass_rate"] == 0.0 and wrong["score"] == pytest.approx(-0.1 + F98, abs=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -62,7 +66,7 @@ async def test_stdin_program(client, leetcode_rows):
     [
         ({}, 0.2),  # p = 2/3 (two of the three answers are 0)
         ({"prev_best_pass_rate": 0.5}, 0.2 + 0.1 * (1 / 6) / 0.5),
-        ({"prev_best_pass_rate": 0.8}, -0.1 + 0.1 * (2 / 3 - 0.8) / 0.8 + F175),
+        ({"prev_best_pass_rate": 0.8}, -0.1 + 0.1 * (2 / 3 - 0.8) / 0.8 + F178),
         ({"is_val": True}, 0.0),
         ({"split": "test", "prev_best_pass_rate": 0.8}, 0.0),
     ],
@@ -102,33 +106,126 @@ async def test_no_code(client, leetcode_rows, extra, expected):
     ],
 )
 async def test_malformed_ground_truth(client, leetcode_rows, caplog, ground_truth):
+    """The reward function itself cannot score the row: -1, in paper also in validation."""
     row = leetcode_rows[COLLECT]
     response = with_code(row, row["prompt"] + row["completion"])
     with caplog.at_level(logging.WARNING, logger="cobalt.reward.scoring"):
         out = await _score(client, response, ground_truth, index=17)
         val = await _score(client, response, ground_truth, is_val=True)
-    assert out["score"] == -1.0 and val["score"] == 0.0
+        val_cobalt = await compute_score("leetcode", response, ground_truth, {"is_val": True},
+                                         client=client, profile="cobalt")
+    assert (out["score"], val["score"], val_cobalt["score"]) == (-1.0, -1.0, 0.0)
     assert out["eval_failed"] and out["reason"].startswith("malformed ground truth")
     assert "row 17 of 'leetcode'" in caplog.text and "malformed ground truth" in caplog.text
 
 
-async def test_timeout_scores_as_failed(leetcode_rows):
+LOOP = "class Solution:\n    def minOperations(self, nums, k):\n        while True:\n            pass\n"
+
+
+THINK_TERM = {"paper": F98, "cobalt": F95}  # cobalt counts the reasoning without the <think> tag
+
+
+@pytest.mark.parametrize("profile", ["paper", "cobalt"])
+@pytest.mark.parametrize(
+    "extra,base",
+    [
+        ({}, -0.1),  # pass rate 0: -0.1, plus the failing answer's think term
+        ({"prev_best_pass_rate": 0.5}, -0.1 + 0.1 * (0.0 - 0.5) / 0.5),  # -0.2
+        ({"is_val": True}, None),  # validation: 0
+    ],
+)
+async def test_timed_out_evaluation_is_pass_rate_zero(leetcode_rows, profile, extra, base):
+    """Issue 10 2d / METHOD §9: an evaluation that times out is shaped as pass rate 0, not -1."""
     row = leetcode_rows[COLLECT]
     impatient = EvaluatorClient.embedded(timeout_s=1.0)
-    response = with_code(row, "class Solution:\n    def minOperations(self, nums, k):\n        while True:\n            pass\n")
-    out = await _score(impatient, response, call_tests(row))
-    val = await _score(impatient, response, call_tests(row), is_val=True)
-    assert out["score"] == -1.0 and out["eval_failed"] and "timed out" in out["reason"]
-    assert val["score"] == 0.0
+    out = await compute_score("leetcode", with_code(row, LOOP), json.dumps(call_tests(row)), extra or None,
+                              client=impatient, profile=profile)
+    expected = 0.0 if base is None else base + THINK_TERM[profile]
+    assert out["score"] == pytest.approx(expected, abs=1e-12)
+    assert out["pass_rate"] == 0.0 and out["eval_failed"] and "timed out" in out["reason"]
 
 
-async def test_bad_extra_info_and_response_do_not_raise(client, leetcode_rows):
+class _Broken:
+    """An evaluator whose transport fails: what a dead Ray Serve replica looks like to the caller."""
+
+    timeout_s = 5.0
+
+    async def evaluate(self, code, tests):
+        raise ConnectionError("replica died")
+
+
+async def test_raising_evaluator_is_pass_rate_zero(leetcode_rows):
+    row = leetcode_rows[COLLECT]
+    out = await compute_score("leetcode", with_code(row, row["prompt"] + row["completion"]),
+                              json.dumps(call_tests(row)), None, client=_Broken())
+    assert out["score"] == pytest.approx(-0.1 + F98, abs=1e-12) and "replica died" in out["reason"]
+
+
+class _Partial:
+    """The real embedded evaluator whose result loses its last verdict and says so in ``error``:
+    the shape of a program cut off by its whole-program budget after some tests finished."""
+
+    def __init__(self, inner):
+        self.inner, self.timeout_s = inner, inner.timeout_s
+
+    async def evaluate(self, code, tests):
+        res = await self.inner.evaluate(code, tests)
+        return dataclasses.replace(res, passing=res.passing[:-1], error="the program ran out of its budget")
+
+
+async def test_partial_verdicts_count_only_in_cobalt(client, leetcode_rows):
+    row = leetcode_rows[COLLECT]  # the reference passes all 3 tests; the wrapper keeps 2 verdicts
+    response = with_code(row, row["prompt"] + row["completion"])
+    tests = json.dumps(call_tests(row))
+    paper = await compute_score("leetcode", response, tests, None, client=_Partial(client), profile="paper")
+    cobalt = await compute_score("leetcode", response, tests, None, client=_Partial(client), profile="cobalt")
+    assert paper["pass_rate"] == 0.0 and paper["score"] == pytest.approx(-0.1 + F98, abs=1e-12)
+    # 2 of 3: tier 0.2, r >= 0 so the format term is 0
+    assert cobalt["pass_rate"] == pytest.approx(2 / 3) and cobalt["score"] == pytest.approx(0.2, abs=1e-12)
+
+
+@pytest.mark.parametrize("profile,val_score", [("paper", -1.0), ("cobalt", 0.0)])
+async def test_bad_extra_info_and_response_do_not_raise(client, leetcode_rows, profile, val_score):
     row = leetcode_rows[COLLECT]
     tests = json.dumps(call_tests(row))
-    bad_prev = await compute_score("lc", with_code(row, row["prompt"] + row["completion"]), tests, {"prev_best_pass_rate": 3}, client=client)
-    bad_type = await compute_score("lc", None, tests, None, client=client)
+    good = with_code(row, row["prompt"] + row["completion"])
+    bad_prev = await compute_score("lc", good, tests, {"prev_best_pass_rate": 3}, client=client, profile=profile)
+    bad_type = await compute_score("lc", None, tests, None, client=client, profile=profile)
+    bad_val = await compute_score("lc", None, tests, {"is_val": True}, client=client, profile=profile)
     assert bad_prev["score"] == -1.0 and "prev_best_pass_rate" in bad_prev["reason"]
-    assert bad_type["score"] == -1.0
+    assert bad_type["score"] == -1.0 and bad_val["score"] == val_score
+
+
+class _Counting:
+    """The real embedded evaluator, counting the evaluations in flight (instrumentation only)."""
+
+    def __init__(self, inner):
+        self.inner, self.timeout_s = inner, inner.timeout_s
+        self.now = self.peak = self.calls = 0
+
+    async def evaluate(self, code, tests):
+        self.now += 1
+        self.calls += 1
+        self.peak = max(self.peak, self.now)
+        try:
+            return await self.inner.evaluate(code, tests)
+        finally:
+            self.now -= 1
+
+
+async def test_concurrency_bound_holds(leetcode_rows, monkeypatch):
+    """Issue 11: COBALT_REWARD_CONCURRENCY bounds the rows in flight (removing the semaphore fails this)."""
+    monkeypatch.setenv("COBALT_REWARD_CONCURRENCY", "2")
+    monkeypatch.setattr(scoring, "_state", {"client": None, "sem": None, "loop": None})
+    row = leetcode_rows[COLLECT]
+    slow = row["prompt"] + row["completion"] + "\nimport time\ntime.sleep(0.3)\n"
+    counting = _Counting(EvaluatorClient.embedded(max_concurrency=8))
+    tests = json.dumps(call_tests(row))
+    outs = await asyncio.gather(
+        *(compute_score("leetcode", with_code(row, slow), tests, None, client=counting) for _ in range(6))
+    )
+    assert [o["score"] for o in outs] == [1.0] * 6
+    assert counting.calls == 6 and counting.peak == 2
 
 
 async def test_batch_keeps_going_and_keys_are_uniform(leetcode_rows, monkeypatch):
@@ -169,3 +266,13 @@ async def test_batch_keeps_going_and_keys_are_uniform(leetcode_rows, monkeypatch
 )
 def test_validation_flag(extra, expected):
     assert is_validation_row(extra) is expected
+
+
+@pytest.mark.parametrize("profile", ["paper", "cobalt"])
+async def test_no_code_is_judged_before_the_ground_truth(client, leetcode_rows, profile):
+    """The original looks for code first: no code scores -1 / 0 even when the tests are unreadable."""
+    row = leetcode_rows[COLLECT]
+    response = row["response"].split("```python")[0]
+    train = await compute_score("lc", response, "{broken", None, client=client, profile=profile)
+    val = await compute_score("lc", response, "{broken", {"is_val": True}, client=client, profile=profile)
+    assert (train["score"], val["score"]) == (-1.0, 0.0) and train["reason"] == "no code block"

@@ -21,14 +21,20 @@ from cobalt.reward import (
 )
 from cobalt.reward import shaped as S
 
-# 0.075 * tanh(T / 1024) for the think lengths of the fixtures.
+# 0.075 * tanh(T / 1024) for the think lengths of the fixtures. The fixtures'
+# think parts start with "<think>\n": the paper profile counts that tag (3 tokens
+# in o200k_base), as the original does; the cobalt profile counts the reasoning alone.
 F95 = 0.006938113982152284
 F110 = 0.0080257932433508
 F120 = 0.008749049150306163
 F128 = 0.009326475132869714
+F98 = 0.007155900528844939  # paper: 95 + 3
+F113 = 0.008242934962270685
+F123 = 0.008965710973948533
+F131 = 0.009542724514844081
 
 FIXTURE_TOKENS = {
-    # kind: (T, A, E) in o200k_base tokens
+    # kind: (T, A, E) in o200k_base tokens, cobalt profile (paper: T + 3)
     "clean": (95, 391, 177),
     "kw3": (120, 391, 177),
     "kw6": (128, 391, 177),
@@ -38,6 +44,68 @@ FIXTURE_TOKENS = {
     "long_expl": (95, 848, 634),
     "all_long": (5082, 9656, 634),
 }
+TAG_TOKENS = 3  # "<think>" in o200k_base
+
+PAPER_TABLE = [
+    # id, response kind, pass rate p, previous best b, expected score
+    # -- correctness tiers (well-formed, short: format 0 when r >= 0) --
+    ("tier_full", "clean", 1.0, 0.0, 1.0),
+    ("tier_half_exactly", "clean", 0.5, 0.0, 0.2),
+    ("tier_high", "clean", 0.75, 0.0, 0.2),
+    ("tier_just_under_one", "clean", 0.999, 0.0, 0.2),
+    ("tier_just_under_half", "clean", 0.4999, 0.0, 0.0),
+    ("tier_tiny", "clean", 1e-9, 0.0, 0.0),
+    ("tier_zero", "clean", 0.0, 0.0, -0.1 + F98),  # r < 0: + 0.075 tanh(95/1024), no keywords
+    # -- improvement --
+    ("gain_high_tier", "clean", 0.75, 0.5, 0.25),  # 0.2 + 0.1 * 0.25 / 0.5
+    ("gain_low_tier", "clean", 0.4, 0.2, 0.025),  # 0.0 + 0.1 * 0.2 / 0.8
+    ("gain_small", "clean", 0.3, 0.25, 0.1 * 0.05 / 0.75),  # 0.00666...
+    ("full_after_partial", "clean", 1.0, 0.5, 1.0),  # p == 1: no improvement term
+    ("no_gain", "clean", 0.5, 0.5, -0.1 + F98),  # replaced by -0.1 + 0, then r < 0 bonus
+    ("regression", "clean", 0.25, 0.5, -0.15 + F98),  # -0.1 + 0.1 * (-0.25 / 0.5)
+    ("regression_to_zero", "clean", 0.0, 0.5, -0.2 + F98),  # -0.1 + 0.1 * (-1)
+    ("below_perfect_prev", "clean", 0.5, 1.0, -0.15 + F98),  # -0.1 + 0.1 * (-0.5 / 1)
+    # -- each -0.9 format trigger alone (p = 1: 1 - 0.9) --
+    ("fmt_no_think_end", "no_think_end", 1.0, 0.0, 0.1),
+    ("fmt_two_think_end", "two_think_end", 1.0, 0.0, 0.1),
+    ("fmt_two_python_fences", "two_python", 1.0, 0.0, 0.1),
+    ("fmt_no_python_fence", "no_python", 1.0, 0.0, 0.1),
+    ("fmt_no_closing_fence", "unclosed", 1.0, 0.0, 0.1),
+    ("fmt_extra_closing_fence", "extra_fence", 1.0, 0.0, 0.1),
+    ("fmt_backtick_in_code", "backtick_code", 1.0, 0.0, 0.1),
+    ("fmt_repetition_40x8", "repeat8", 1.0, 0.0, 0.1),
+    ("fmt_repetition_40x7_ok", "repeat7", 1.0, 0.0, 1.0),
+    ("fmt_repetition_31x8_ok", "repeat31x8", 1.0, 0.0, 1.0),
+    ("fmt_high_tier", "backtick_code", 0.5, 0.0, -0.7),  # 0.2 - 0.9
+    ("fmt_failing_no_bonus", "no_think_end", 0.0, 0.0, -1.0),  # -0.1 - 0.9, no length terms
+    ("fmt_long_failing", "repeat8", 0.25, 0.0, -0.9),  # 0.0 - 0.9
+    # -- length terms --
+    ("len_think_passing", "long_think", 1.0, 0.0, 0.99),
+    ("len_answer_passing", "long_answer", 1.0, 0.0, 0.99),
+    ("len_expl_passing", "long_expl", 1.0, 0.0, 0.99),
+    ("len_expl_high_tier", "long_expl", 0.5, 0.0, 0.19),
+    ("len_all_passing", "all_long", 1.0, 0.0, 0.99),  # -0.01 once
+    ("len_think_failing", "long_think", 0.0, 0.0, -0.2),  # -0.1 - 0.1, no tanh/keywords
+    ("len_answer_failing", "long_answer", 0.0, 0.0, -0.2 + F98),  # -0.1 + F98 - 0.1
+    ("len_expl_failing", "long_expl", 0.0, 0.0, -0.2 + F98),
+    ("len_all_failing", "all_long", 0.0, 0.0, -0.4),  # -0.1 - 0.1 - 0.1 - 0.1
+    ("len_all_regression", "all_long", 0.0, 0.5, -0.5),  # -0.2 - 0.3
+    # -- keyword bonus (failing answers only) --
+    ("kw_three", "kw3", 0.0, 0.0, -0.1 + F123 + 0.015),  # wait, but, verify
+    ("kw_cap", "kw6", 0.0, 0.0, -0.1 + F131 + 0.025),  # 7 keywords, capped
+    ("kw_five_times", "kw5x", 0.0, 0.0, -0.1 + F113 + 0.005),  # wait x5 earns nothing, error x1
+    ("kw_passing_no_bonus", "kw3", 1.0, 0.0, 1.0),
+    # -- clipping --
+    ("clip_low", "repeat8", 0.0, 0.5, -1.0),  # -0.2 - 0.9 = -1.1
+    ("clip_low_prev_perfect", "two_python", 0.0, 1.0, -1.0),  # -0.2 - 0.9
+    ("clip_high_is_one", "clean", 1.0, 0.99, 1.0),
+]
+
+
+@pytest.mark.parametrize("kind,p,b,expected", [row[1:] for row in PAPER_TABLE], ids=[row[0] for row in PAPER_TABLE])
+def test_shaped_reward_table_paper(responses, kind, p, b, expected):
+    assert shaped_reward(responses[kind], p, b) == pytest.approx(expected, abs=1e-12)
+
 
 TABLE = [
     # id, response kind, pass rate p, previous best b, expected score
@@ -96,18 +164,35 @@ TABLE = [
 
 
 @pytest.mark.parametrize("kind,p,b,expected", [row[1:] for row in TABLE], ids=[row[0] for row in TABLE])
-def test_shaped_reward_table(responses, kind, p, b, expected):
-    assert shaped_reward(responses[kind], p, b) == pytest.approx(expected, abs=1e-12)
+def test_shaped_reward_table_cobalt(responses, kind, p, b, expected):
+    assert shaped_reward(responses[kind], p, b, profile="cobalt") == pytest.approx(expected, abs=1e-12)
 
 
 def test_fixture_token_counts(responses):
     for kind, (t, a, e) in FIXTURE_TOKENS.items():
-        got = shaped_reward_breakdown(responses[kind], 0.0)
+        got = shaped_reward_breakdown(responses[kind], 0.0, profile="cobalt")
         assert (got.think_tokens, got.answer_tokens, got.explanation_tokens) == (t, a, e), kind
+        paper = shaped_reward_breakdown(responses[kind], 0.0)
+        assert (paper.think_tokens, paper.answer_tokens, paper.explanation_tokens) == (t + TAG_TOKENS, a, e), kind
+
+
+def test_think_counts_follow_the_original_independently(responses):
+    """T for paper is the o200k_base length of the text before </think>, stripped (tag included),
+    counted here with tiktoken directly, not through cobalt.reward.tokens."""
+    import tiktoken
+
+    enc = tiktoken.get_encoding("o200k_base")
+    for kind in ("clean", "kw3", "long_think"):
+        text = responses[kind]
+        before = text[: text.index("</think>")].strip()
+        assert before.startswith("<think>")
+        assert shaped_reward_breakdown(text, 0.0).think_tokens == len(enc.encode(before))
+        inner = before[len("<think>"):].strip()
+        assert shaped_reward_breakdown(text, 0.0, profile="cobalt").think_tokens == len(enc.encode(inner))
 
 
 def test_hand_constants_match_tanh():
-    for t, value in ((95, F95), (110, F110), (120, F120), (128, F128)):
+    for t, value in ((95, F95), (110, F110), (120, F120), (128, F128), (98, F98), (113, F113), (123, F123), (131, F131)):
         assert value == pytest.approx(0.075 * math.tanh(t / 1024), abs=1e-15)
 
 
@@ -132,7 +217,7 @@ def test_breakdown_components(responses):
     assert isinstance(got, RewardBreakdown)
     assert got.correctness == 0.0
     assert got.improvement == pytest.approx(-0.15, abs=1e-12)
-    assert got.format == pytest.approx(F95, abs=1e-12)
+    assert got.format == pytest.approx(F98, abs=1e-12)
     assert got.format_violation is None
     assert got.score == pytest.approx(got.correctness + got.improvement + got.format, abs=1e-12)
     assert got.to_dict()["score"] == got.score
@@ -276,3 +361,110 @@ def test_doctests(module):
 
     result = doctest.testmod(importlib.import_module(f"cobalt.reward.{module}"))
     assert result.attempted >= 1 and result.failed == 0
+
+
+@pytest.mark.parametrize(
+    "response,paper,cobalt",
+    [
+        ("<think> a plan </think>code", "<think> a plan", "a plan"),
+        ("  <think>\nq\n</think>\n```", "<think>\nq", "q"),
+        ("no tag at all</think>x</think>", "no tag at all", "no tag at all"),
+        ("</think>at once", "", ""),
+        ("no end tag", "", ""),
+    ],
+)
+def test_think_text_by_profile(response, paper, cobalt):
+    from cobalt.profile import Profile
+
+    assert S.think_text(response) == paper and S.think_text(response, "paper") == paper
+    assert S.think_text(response, "cobalt") == cobalt and S.think_text(response, Profile.COBALT) == cobalt
+
+
+def test_breakdown_fields_by_hand(responses):
+    """Every field of the breakdown on each branch, written out by hand."""
+    RB = RewardBreakdown
+    no_code = shaped_reward_breakdown(responses["clean"], None, 0.25)
+    assert no_code == RB(-1.0, -1.0, 0.0, 0.0, None, 0.25, False, "no code block")
+    no_code_val = shaped_reward_breakdown(responses["clean"], None, 0.25, is_val=True)
+    assert no_code_val == RB(0.0, 0.0, 0.0, 0.0, None, 0.25, True, "no code block")
+    val = shaped_reward_breakdown(responses["no_think_end"], 1.0, 0.5, is_val=True)
+    assert val == RB(1.0, 1.0, 0.0, 0.0, 1.0, 0.5, True)
+    val_fail = shaped_reward_breakdown(responses["clean"], 0.75, 0.5, is_val=True)
+    assert val_fail == RB(0.0, 0.0, 0.0, 0.0, 0.75, 0.5, True)
+    bad = shaped_reward_breakdown(responses["repeat8"], 0.0, 0.5)
+    assert bad.score == -1.0 and bad.pass_rate == 0.0 and bad.prev_best_pass_rate == 0.5 and not bad.is_val
+    assert (bad.correctness, bad.format, bad.think_tokens, bad.answer_tokens, bad.explanation_tokens) == (
+        -0.1, -0.9, None, None, None)
+    assert bad.improvement == pytest.approx(-0.1, abs=1e-15)  # r = -0.1 + 0.1 * (0 - 0.5) / 0.5 = -0.2
+    assert bad.format_violation == "a block of >= 32 characters repeated >= 8 times" and bad.keyword_bonus == 0.0
+    # 10 think words (the tag glued to the first), 30 answer words, 5 explanation words
+    f10 = 0.075 * math.tanh(10 / 1024)
+    words = shaped_reward_breakdown(_sized(10, 30, 5), 0.0, token_counter=WordCounter())
+    assert words == RB(pytest.approx(-0.1 + f10, abs=1e-15), -0.1, 0.0, pytest.approx(f10, abs=1e-15), 0.0, 0.0,
+                       False, None, 10, 30, 5, 0.0)
+    kw = shaped_reward_breakdown(responses["kw3"], 0.0)
+    assert kw.keyword_bonus == pytest.approx(0.015, abs=1e-15) and kw.think_tokens == 123
+    assert kw.format == pytest.approx(F123 + 0.015, abs=1e-15)
+    gain = shaped_reward_breakdown(responses["clean"], 0.75, 0.5)
+    assert (gain.correctness, gain.format) == (0.2, 0.0) and gain.improvement == pytest.approx(0.05, abs=1e-15)
+    assert (gain.think_tokens, gain.answer_tokens, gain.explanation_tokens) == (98, 391, 177)
+
+
+def test_to_dict_by_hand():
+    got = RewardBreakdown(0.25, 0.2, 0.05, 0.0, 0.75, 0.5, False, None, 98, 391, 177, 0.0).to_dict()
+    assert got == {
+        "score": 0.25, "pass_rate": 0.75, "prev_best_pass_rate": 0.5, "correctness": 0.2, "improvement": 0.05,
+        "format": 0.0, "format_violation": None, "think_tokens": 98, "answer_tokens": 391,
+        "explanation_tokens": 177, "keyword_bonus": 0.0, "is_val": False,
+    }
+    assert list(got)[0] == "score"
+
+
+def test_full_pass_after_a_previous_best_gets_no_improvement_term(responses):
+    # p = 1 ends the improvement rule: without the guard, 0.1 * (1 - b) / (1 - b) would be added
+    assert S.improvement_reward(1.0, 0.5, 1.0) == 1.0
+    got = shaped_reward_breakdown(responses["clean"], 1.0, 0.5)
+    assert (got.score, got.correctness, got.improvement, got.format) == (1.0, 1.0, 0.0, 0.0)
+
+
+def test_previous_best_defaults_to_zero(responses):
+    assert shaped_reward(responses["clean"], 0.5) == 0.2  # with b = 1 it would be -0.15 + the think term
+
+
+def test_long_think_failing_has_no_keyword_bonus(responses):
+    got = shaped_reward_breakdown(responses["long_think"], 0.0)
+    assert (got.format, got.keyword_bonus, got.score) == (-0.1, 0.0, pytest.approx(-0.2, abs=1e-15))
+
+
+def test_answer_limit_is_inclusive_for_failing_answers():
+    got = shaped_reward_breakdown(_sized(10, 2048, 5), 0.0, token_counter=WordCounter())
+    assert got.answer_tokens == 2048 and got.score == pytest.approx(-0.1 + 0.075 * math.tanh(10 / 1024), abs=1e-15)
+
+
+def test_error_messages_name_the_argument(responses):
+    with pytest.raises(ValueError, match=r"^pass_rate must be a number in \[0, 1\], got 1.5$"):
+        shaped_reward(responses["clean"], 1.5)
+    with pytest.raises(ValueError, match=r"^prev_best_pass_rate must be a number in \[0, 1\], got -0.5$"):
+        shaped_reward(responses["clean"], 0.5, -0.5)
+    with pytest.raises(TypeError, match=r"^response must be str, got NoneType$"):
+        shaped_reward(None, 0.5)
+    with pytest.raises(ValueError, match="profile must be 'paper' or 'cobalt'"):
+        shaped_reward(responses["clean"], 0.5, profile="Paper")
+    with pytest.raises(ValueError, match="profile"):
+        S.think_text("<think>x</think>", "papers")
+
+
+def test_type_error_names_the_given_type():
+    with pytest.raises(TypeError, match=r"^response must be str, got bytes$"):
+        shaped_reward(b"<think>x</think>", 0.5)
+
+
+def test_format_reward_defaults_to_paper(responses):
+    got = S.format_reward(responses["clean"], -0.1)
+    assert got.think_tokens == 98 and got.value == pytest.approx(F98, abs=1e-15)
+
+
+def test_shaped_reward_uses_the_given_counter():
+    # 10 words of thinking; o200k_base would count the same text as more tokens
+    f10 = 0.075 * math.tanh(10 / 1024)
+    assert shaped_reward(_sized(10, 30, 5), 0.0, token_counter=WordCounter()) == pytest.approx(-0.1 + f10, abs=1e-15)

@@ -62,7 +62,10 @@ def test_hf_tokenizer_setting(monkeypatch):
 def test_hf_counter_changes_the_lengths(responses):
     qwen = make_token_counter(f"hf:{QWEN3_TOKENIZER}")
     got = shaped_reward_breakdown(responses["long_expl"], 0.0, token_counter=qwen)
-    assert got.think_tokens == qwen.count(responses["long_expl"].split("</think>")[0].replace("<think>", "").strip())
+    # paper: the text before </think>, stripped, the <think> tag included; cobalt: without the tag
+    assert got.think_tokens == qwen.count(responses["long_expl"].split("</think>")[0].strip())
+    cobalt = shaped_reward_breakdown(responses["long_expl"], 0.0, token_counter=qwen, profile="cobalt")
+    assert cobalt.think_tokens == qwen.count(responses["long_expl"].split("</think>")[0].replace("<think>", "").strip())
     assert got.explanation_tokens > 512
 
 

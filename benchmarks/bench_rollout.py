@@ -1,0 +1,159 @@
+"""Rollout driver against a blocking driver, same engine, same problems, one run.
+
+- blocking (the paper's design): one request at a time; within a turn, every
+  sample's response is generated first, then the programs are judged one after
+  another, then the next turn;
+- cobalt (``cobalt.rollout.loop.run_rollout``): every problem and sample in
+  flight at once (bounded), each program judged while other samples generate.
+
+Both produce the same records (same conversations, same feedback rules); the
+script checks that the public pass rates agree when the engine is deterministic
+and prints wall times and their ratio.
+
+Engines:
+- default: the tiny random Qwen3 on CPU (``transformers``), built on the fly;
+  its text is noise, so this mostly measures batching of generation;
+- ``--test-server-delay S``: the OpenAI-compatible test server of
+  ``tests/support`` answering each problem's reference program after S seconds
+  (a model of known latency whose programs are judged for real);
+- ``--engine openai --base-url http://host:8000/v1 --model NAME``: a vLLM server on a GPU.
+
+    .venv/bin/python benchmarks/bench_rollout.py --problems 6 --samples 4 --turns 2
+    .venv/bin/python benchmarks/bench_rollout.py --test-server-delay 0.2 --problems 8 --samples 4 --turns 2
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+async def blocking_rollout(problems, engine, client, params, config) -> list[dict]:
+    """The paper's loop: sequential requests; programs judged after the turn's generation."""
+    import dataclasses
+
+    from cobalt.rollout.loop import RolloutStats, _turn_record, extract_program, first_turn_messages, judge_public
+    from cobalt.rollout.turns import next_user_message
+    from cobalt.text import history_text
+
+    stats = RolloutStats()
+    records = []
+    for problem in problems:
+        convs = [first_turn_messages(problem, config.template_dir) for _ in range(config.samples)]
+        trajectories: list[list[dict]] = [[] for _ in range(config.samples)]
+        for t in range(config.repair_turns + 1):
+            responses = []
+            for conv in convs:  # one request at a time
+                (out,) = await engine.generate([conv], dataclasses.replace(params, n=1))
+                responses.append(out[0])
+            for i, completion in enumerate(responses):  # then judge, one program at a time
+                program = extract_program(completion.text, config.profile)
+                public = await judge_public(program, problem, client, stats)
+                trajectories[i].append(_turn_record(completion.text, completion, program, public))
+            if t < config.repair_turns:
+                for conv, turns in zip(convs, trajectories):
+                    last = turns[-1]
+                    conv.append({"role": "assistant", "content": history_text(
+                        last["response"], enable_thinking=config.enable_thinking, max_chars=config.history_max_chars)})
+                    conv.append({"role": "user", "content": next_user_message(last["public"], no_code=last["code"] is None)})
+        records.append({"id": problem.id, "samples": [{"turns": tr} for tr in trajectories]})
+    return records
+
+
+def _rates(records) -> dict:
+    return {r["id"]: [[t["public_pass_rate"] for t in s["turns"]] for s in r["samples"]] for r in records}
+
+
+async def main_async(args) -> int:
+    from cobalt.data.leetcode import load_leetcode
+    from cobalt.data.problems import problem_from_dict
+    from cobalt.engines import SamplingParams, create_engine
+    from cobalt.execution.base import ExecOptions
+    from cobalt.execution.client import EvaluatorClient
+    from cobalt.rollout.leetcode import SAMPLE_FILE, problem_record
+    from cobalt.rollout.loop import RolloutConfig, run_rollout
+
+    leet = load_leetcode(SAMPLE_FILE)[: args.problems]
+    problems = [problem_from_dict(problem_record(p), path="sample", line=i) for i, p in enumerate(leet, 1)]
+    server = None
+    if args.test_server_delay is not None:
+        sys.path.insert(0, str(REPO / "tests"))
+        from support.openai_server import OpenAIServer
+
+        refs = {p.question.strip(): p.reference for p in leet}
+
+        def responder(messages):
+            first_user = next((m["content"] for m in messages if m["role"] == "user"), "")
+            question = next((q for q in refs if q in first_user), None)
+            return f"```python\n{refs[question]}\n```" if question else "no program"
+
+        server = OpenAIServer(responder=responder, delay=args.test_server_delay).start()
+        engine_name, model, options = "openai", "test-model", {"base_url": server.base_url}
+    elif args.engine == "transformers" and args.model is None:
+        from cobalt.engines.tiny_model import build_tiny_qwen3
+
+        tmp = tempfile.mkdtemp(prefix="bench-rollout-")
+        model = str(build_tiny_qwen3(Path(tmp) / "tiny"))
+        engine_name, options = "transformers", {"device": "cpu"}
+    else:
+        engine_name, model, options = args.engine, args.model, ({"base_url": args.base_url} if args.base_url else {})
+    # greedy decoding so that both drivers see the same texts
+    max_tokens = args.max_tokens or (8192 if server is not None else 64)
+    params = SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=max_tokens)
+    config = RolloutConfig(samples=args.samples, repair_turns=args.turns, max_problems=args.max_problems,
+                           max_requests=args.max_requests)
+    client = EvaluatorClient.embedded(max_concurrency=args.eval_concurrency, options=ExecOptions(allow_packages=True))
+    engine = create_engine(engine_name, model, **options)
+    try:
+        await engine.generate([[{"role": "user", "content": "warm up"}]], SamplingParams(max_new_tokens=4))
+        t0 = time.perf_counter()
+        blocking = await blocking_rollout(problems, engine, client, params, config)
+        t_block = time.perf_counter() - t0
+        ours: list[dict] = []
+        t0 = time.perf_counter()
+        stats = await run_rollout(problems, engine, client, params, config, ours.append)
+        t_ours = time.perf_counter() - t0
+    finally:
+        await engine.aclose()
+        if server is not None:
+            server.stop()
+    same = _rates(blocking) == _rates(ours)
+    turns = len(problems) * args.samples * (args.turns + 1)
+    result = {
+        "engine": engine_name, "model": model, "problems": len(problems), "samples": args.samples,
+        "repair_turns": args.turns, "turns_total": turns, "programs_judged": stats.programs_run,
+        "blocking_s": round(t_block, 3), "cobalt_s": round(t_ours, 3),
+        "speedup": round(t_block / t_ours, 2) if t_ours > 0 else None, "same_public_pass_rates": same,
+    }
+    print(json.dumps(result, indent=2))
+    print(f"\nblocking driver {t_block:.1f}s, cobalt driver {t_ours:.1f}s: {t_block / t_ours:.2f}x "
+          f"({turns} turns, {stats.programs_run} programs judged; same pass rates: {same})")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--problems", type=int, default=6, help="shipped LeetCode problems to use")
+    parser.add_argument("--samples", type=int, default=4)
+    parser.add_argument("--turns", type=int, default=2, help="repair turns")
+    parser.add_argument("--max-tokens", type=int, default=None,
+                        help="new tokens per response (default: 64 for the tiny model, 8192 for the test server)")
+    parser.add_argument("--engine", default="transformers")
+    parser.add_argument("--model", default=None, help="default: a tiny random Qwen3 built on the fly")
+    parser.add_argument("--base-url", default=None)
+    parser.add_argument("--test-server-delay", type=float, default=None,
+                        help="use the OpenAI-compatible test server answering reference programs after this delay")
+    parser.add_argument("--max-problems", type=int, default=16)
+    parser.add_argument("--max-requests", type=int, default=64)
+    parser.add_argument("--eval-concurrency", type=int, default=None)
+    return asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""Complete chat conversations from a JSONL file with any engine (``cobalt generate``).
+
+Input: one JSON object per line, ``{"id": ..., "messages": [{"role", "content"}, ...]}``.
+Output: one line per input, ``{"id", "completions": [{"text", "prompt_tokens",
+"completion_tokens", "finish_reason"}, ...], "engine": {...}, "sampling": {...},
+"profile": ...}``, appended and flushed per record; a rerun skips ids already
+written. The engine is checked (endpoint reached, key accepted, model
+loaded) before the output file is opened, so a bad engine writes nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import asdict
+
+from cobalt.engines.cli import add_engine_arguments, add_sampling_arguments, engine_from_args, sampling_from_args
+from cobalt.profile import add_profile_argument, profile_from_args
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags of ``cobalt generate``."""
+    parser.add_argument("--input", required=True, help="JSONL of {id, messages}")
+    parser.add_argument("--output", required=True, help="JSONL to append completions to (resumes)")
+    parser.add_argument("--batch-size", type=int, default=64, help="conversations sent to the engine at once")
+    add_engine_arguments(parser)
+    add_sampling_arguments(parser)
+    add_profile_argument(parser)
+
+
+def _read(path: str) -> list[dict]:
+    from cobalt.io import RecordError, iter_jsonl, require_field
+
+    records = []
+    for line, rec in iter_jsonl(path):
+        rid = require_field(rec, "id", (str, int), path=path, line=line)
+        messages = require_field(rec, "messages", list, path=path, line=line)
+        for k, m in enumerate(messages):
+            if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
+                raise RecordError(path, line, f"messages[{k}]", "expected an object with string 'role' and 'content'")
+        records.append({"id": rid, "messages": messages})
+    return records
+
+
+async def _generate(args: argparse.Namespace, engine, records: list[dict]) -> int:
+    from tqdm import tqdm
+
+    from cobalt.io import JsonlAppender
+
+    params = sampling_from_args(args)
+    profile = str(profile_from_args(args))
+    await engine.check()
+    with JsonlAppender(args.output) as out:
+        todo = [r for r in records if r["id"] not in out.done]
+        with tqdm(total=len(todo), desc="generate", unit="conv", file=sys.stderr) as bar:
+            for start in range(0, len(todo), args.batch_size):
+                chunk = todo[start:start + args.batch_size]
+                results = await engine.generate([r["messages"] for r in chunk], params)
+                for rec, samples in zip(chunk, results):
+                    out.write({"id": rec["id"], "completions": [
+                        {"text": c.text, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
+                         "finish_reason": c.finish_reason} for c in samples],
+                        "engine": engine.describe(), "sampling": asdict(params), "profile": profile})
+                    bar.update(1)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Generate; one clear line and a non-zero exit on bad input or a failing engine."""
+    import asyncio
+
+    from cobalt.engines.base import EngineError
+    from cobalt.io import RecordError
+
+    try:
+        records = _read(args.input)
+        engine = engine_from_args(args)
+    except (RecordError, EngineError, FileNotFoundError, ValueError) as exc:
+        print(f"cobalt generate: error: {exc}", file=sys.stderr)
+        return 2
+
+    async def main() -> int:
+        try:
+            return await _generate(args, engine, records)
+        finally:
+            await engine.aclose()
+
+    try:
+        return asyncio.run(main())
+    except EngineError as exc:
+        print(f"cobalt generate: error: {exc}", file=sys.stderr)
+        return 1
