@@ -97,55 +97,6 @@ async def _main(args: argparse.Namespace) -> int:
     from cobalt.execution.sandbox import SandboxUnavailable
     from cobalt.profile import profile_from_args
 
-<<<<<<< HEAD
-    problems = load_leetcode(args.problems)[: args.limit]
-    profile = getattr(args, "profile", None)  # the command's --profile, where it has one
-    client = EvaluatorClient.embedded(
-        max_concurrency=args.workers, options=ExecOptions(allow_packages=True), sandbox="none" if args.no_sandbox else "bwrap"
-    )
-    variants: dict[str, list] = {
-        "reference, call-based": [(p.reference, p.call_tests()) for p in problems],
-        "reference, stdin + driver": [(p.stdin_program(), p.stdin_tests()) for p in problems],
-        "model answer, stdin + driver": [
-            (p.stdin_program(extract_code(p.model_response, profile) or ""), p.stdin_tests()) for p in problems
-        ],
-        "hostile programs": [(code, TestCases(("1\n",), ("1",))) for code in HOSTILE.values()],
-    }
-    print(f"cobalt demo: {len(problems)} LeetCode problems from {args.problems}", file=sys.stderr)
-    rows, all_results = [], {}
-    for name, jobs in variants.items():
-        start = time.perf_counter()
-        try:
-            results = await client.evaluate_many(jobs)
-        except SandboxUnavailable as exc:
-            print(f"cobalt demo: {exc}", file=sys.stderr)
-            return 2
-        elapsed = time.perf_counter() - start
-        n_tests = sum(len(r.passing) for r in results)
-        rows.append((name, len(results), n_tests, sum(r.all_passed for r in results),
-                     sum(r.pass_rate for r in results) / max(len(results), 1), n_tests / elapsed, elapsed))
-        all_results[name] = results
-    _print_table(rows)
-    hostile = all_results["hostile programs"]
-    print("\nhostile programs (all must fail):")
-    for (label, _), res in zip(HOSTILE.items(), hostile):
-        print(f"  {label:<20} {res.status[0]:<14} {'FAILED as it must' if not res.all_passed else 'PASSED (!)'}")
-    rewards = _model_rewards(problems, all_results["model answer, stdin + driver"], profile)
-    if rewards:
-        print(f"\nshaped training reward of the {len(rewards)} model answers: mean {sum(rewards) / len(rewards):+.3f}, "
-              f"min {min(rewards):+.3f}, max {max(rewards):+.3f} (no </think>: the format penalty applies)")
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            for name, results in all_results.items():
-                for i, r in enumerate(results):
-                    fh.write(json.dumps({"variant": name, "index": i, **r.to_dict()}) + "\n")
-        print(f"results written to {args.output}", file=sys.stderr)
-    ok = all(not r.all_passed for r in hostile) and rows[0][3] == rows[0][1]
-    return 0 if ok else 1
-
-
-def _model_rewards(problems, results, profile=None) -> list[float]:
-=======
     started = time.perf_counter()
     profile = str(profile_from_args(args))
     work = args.work_dir
@@ -157,7 +108,6 @@ def _model_rewards(problems, results, profile=None) -> list[float]:
 
     # 0. sandbox
     t0 = time.perf_counter()
->>>>>>> rollout
     try:
         hostile = await client.evaluate_many([(code, TestCases(("1\n",), ("1",))) for code in HOSTILE.values()])
     except SandboxUnavailable as exc:
@@ -167,13 +117,6 @@ def _model_rewards(problems, results, profile=None) -> list[float]:
     _line("0 sandbox", f"{contained}/{len(HOSTILE)} hostile programs failed as they must "
           f"({', '.join(f'{k}: {r.status[0]}' for k, r in zip(HOSTILE, hostile))}) [{time.perf_counter() - t0:.1f}s]")
 
-<<<<<<< HEAD
-    out = []
-    for p, r in zip(problems, results):
-        has_code = extract_code(p.model_response, profile) is not None
-        out.append(shaped_reward(p.model_response, r.pass_rate if has_code else None, 0.0))
-    return out
-=======
     # 1. problems
     from cobalt.rollout.leetcode import problem_records
 
@@ -248,7 +191,6 @@ def _model_rewards(problems, results, profile=None) -> list[float]:
     ok = _training_data(work, evaluated, model)
     _line("done", f"whole loop in {time.perf_counter() - started:.0f}s; outputs in {work}/")
     return 0 if ok and contained == len(HOSTILE) and not errors else 1
->>>>>>> rollout
 
 
 def _choose_model(args: argparse.Namespace, work: Path) -> tuple[str, str, bool]:
