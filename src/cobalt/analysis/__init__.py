@@ -1,0 +1,1 @@
+"""Analyses of multi-turn results: the in-context reward-hacking study (``hacking``, ``judge``, ``hacking_report``)."""
