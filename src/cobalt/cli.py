@@ -22,6 +22,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "build-prompts": ("cobalt.data.trajectories", "Turn multi-turn trajectories into partial-trajectory bandit prompts (preproc/process_multi_turn_taco.py)."),
     "make-verl-data": ("cobalt.data.verl_datasets", "Write single-turn or Cobalt parquet datasets in veRL's row schema."),
     "train-config": ("cobalt.verl_plugin.config_cli", "Compose and print the veRL GRPO config of a paper training run."),
+    "extract-hacking": ("cobalt.analysis.hacking", "Extract turn-level reward-hacking cases from runs on perturbed tests (extract_turn_level_errors.py)."),
+    "judge": ("cobalt.analysis.judge", "Classify reward-hacking cases with an LLM judge through any engine (run_llm_judge.py)."),
+    "hacking-report": ("cobalt.analysis.hacking_report", "Reward-hacking report: counts per category and run (markdown, CSV, PNG, examples)."),
 }
 
 
