@@ -31,3 +31,12 @@ def executor():
     from cobalt.execution.local import LocalExecutor
 
     return LocalExecutor()
+
+
+@pytest.fixture
+def openai_server():
+    """A real OpenAI-compatible chat server on 127.0.0.1 (see tests/support/openai_server.py)."""
+    from support.openai_server import OpenAIServer
+
+    with OpenAIServer() as server:
+        yield server

@@ -16,3 +16,6 @@ from cobalt.engines.base import (  # noqa: F401
     create_engine,
     register_engine,
 )
+
+# The built-in backends, imported only when chosen.
+register_engine("openai", "cobalt.engines.openai_engine:create")

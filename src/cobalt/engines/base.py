@@ -84,6 +84,14 @@ class Engine(abc.ABC):
         """A JSON-ready description for run configs (never contains credentials)."""
         return {"engine": self.name, "model": self.model}
 
+    async def check(self) -> None:
+        """Fail fast, before any output is written, when the engine cannot serve.
+
+        Backends override this to reach their endpoint or load their model and
+        raise :class:`EngineError` with one clear line (unreachable endpoint,
+        wrong key, missing model). The default does nothing.
+        """
+
     async def aclose(self) -> None:
         """Release connections, GPU memory, ... (a no-op by default)."""
 

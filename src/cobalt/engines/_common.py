@@ -1,0 +1,128 @@
+"""Helpers shared by the backends: finish reasons, seeds, backoff, secrets, cancellation.
+
+Nothing here imports a backend's package; every function is plain Python.
+"""
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+from typing import Any, Awaitable, Iterable, Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+from cobalt.engines.base import SamplingParams
+
+_STOP_REASONS = {"stop", "eos", "stop_sequence", "end_turn", "abort_stop", "tool_calls", "function_call"}
+_LENGTH_REASONS = {"length", "max_tokens", "max_completion_tokens", "model_length"}
+
+
+def normalise_finish_reason(raw: Any) -> str:
+    """Map a backend's finish reason onto the interface's ``'stop'`` or ``'length'``.
+
+    >>> normalise_finish_reason("max_tokens"), normalise_finish_reason("end_turn")
+    ('length', 'stop')
+    """
+    value = str(raw or "").lower()
+    if value in _LENGTH_REASONS:
+        return "length"
+    return "stop"
+
+
+def conversation_seed(params: SamplingParams, index: int) -> int | None:
+    """The seed of conversation ``index`` of a batch: ``params.seed + index`` (None stays None).
+
+    >>> conversation_seed(SamplingParams(seed=7), 2), conversation_seed(SamplingParams(), 2)
+    (9, None)
+    """
+    return None if params.seed is None else int(params.seed) + int(index)
+
+
+def backoff_delay(attempt: int, base: float, cap: float, retry_after: float | None = None) -> float:
+    """Seconds to wait before retry number ``attempt`` (0-based): exponential with jitter.
+
+    A server's ``Retry-After`` wins when given, capped at ``cap``.
+    """
+    if retry_after is not None and retry_after >= 0:
+        return min(float(retry_after), cap)
+    return min(cap, base * (2 ** attempt)) * (0.5 + random.random() / 2)
+
+
+def redact(text: str, secrets: Iterable[str | None]) -> str:
+    """``text`` with every non-empty secret replaced by ``***``.
+
+    >>> redact("key sk-abc failed", ["sk-abc", None])
+    'key *** failed'
+    """
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
+
+
+def public_url(url: str | None) -> str | None:
+    """``url`` without a user name or password in its authority (for logs and configs).
+
+    >>> public_url("http://user:pw@host:8000/v1")
+    'http://host:8000/v1'
+    """
+    if not url:
+        return url
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[1], parts.path, parts.query, parts.fragment))
+
+
+def first_line(text: str, limit: int = 300) -> str:
+    """The first non-blank line of ``text``, at most ``limit`` characters (for one-line errors)."""
+    line = next((ln.strip() for ln in str(text).splitlines() if ln.strip()), "")
+    line = re.sub(r"\s+", " ", line)
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+async def gather_or_cancel(aws: Sequence[Awaitable[Any]]) -> list[Any]:
+    """Like ``asyncio.gather`` but the first failure cancels the others before it is raised."""
+    tasks = [asyncio.ensure_future(a) for a in aws]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+def split_n(n: int, per_request: int | None) -> list[int]:
+    """Split ``n`` samples into request sizes of at most ``per_request`` (None: one request).
+
+    >>> split_n(5, 2), split_n(5, None)
+    ([2, 2, 1], [5])
+    """
+    if not per_request or per_request >= n:
+        return [n]
+    sizes = [per_request] * (n // per_request)
+    if n % per_request:
+        sizes.append(n % per_request)
+    return sizes
+
+
+def apportion(total: int, weights: Sequence[int]) -> list[int]:
+    """Split integer ``total`` in proportion to ``weights`` so that the parts add up to ``total``.
+
+    >>> apportion(10, [1, 1, 2])
+    [3, 2, 5]
+    """
+    if not weights:
+        return []
+    wsum = sum(weights)
+    if wsum <= 0:
+        base = [total // len(weights)] * len(weights)
+        for i in range(total - sum(base)):
+            base[i] += 1
+        return base
+    raw = [total * w / wsum for w in weights]
+    parts = [int(x) for x in raw]
+    order = sorted(range(len(raw)), key=lambda i: raw[i] - parts[i], reverse=True)
+    for i in order[: total - sum(parts)]:
+        parts[i] += 1
+    return parts
