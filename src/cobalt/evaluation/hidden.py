@@ -1,0 +1,119 @@
+"""Every turn of every trajectory on the hidden tests (METHOD §6, §9).
+
+Which program a turn stands for depends on the profile:
+
+- ``paper``: the program found in the turn's HISTORY text, as the original did
+  (after the thinking cut and the 6,000-character cut when thinking is on), so
+  a program cut away by the history limit scores 0;
+- ``cobalt``: the program of the full response (the one that was executed on the
+  public tests during the rollout).
+
+Each distinct program of a problem runs once; no program or a failed/timed-out
+call scores 0. The hidden pass rate of each turn is written into the record
+(``hidden_pass_rate``), so that the output feeds ``cobalt build-prompts``.
+"""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from cobalt.data.problems import ProblemRecord, problem_from_dict
+from cobalt.rollout.loop import extract_program
+from cobalt.text import HISTORY_MAX_CHARS, history_text
+
+
+@dataclass
+class EvalStats:
+    """Counters of one evaluation run."""
+
+    problems: int = 0
+    problems_resumed: int = 0
+    problems_failed: int = 0
+    turns: int = 0
+    distinct_programs: int = 0
+    programs_run: int = 0
+    no_code: int = 0
+    evaluator_errors: int = 0
+
+
+def turn_program(turn: Mapping[str, Any], *, profile: str, enable_thinking: bool,
+                 history_max_chars: int = HISTORY_MAX_CHARS) -> str | None:
+    """The program that the hidden evaluation runs for one turn (see the module docstring)."""
+    response = turn["response"]
+    if str(profile) == "paper":
+        shown = history_text(response, enable_thinking=enable_thinking, max_chars=history_max_chars)
+        return extract_program(shown, profile)
+    if "code" in turn:
+        return turn["code"]
+    return extract_program(response, profile)
+
+
+async def evaluate_record(record: Mapping[str, Any], client: Any, *, profile: str = "paper",
+                          enable_thinking: bool | None = None, history_max_chars: int = HISTORY_MAX_CHARS,
+                          stats: EvalStats | None = None, path: str = "<records>", line: int | None = None,
+                          on_turn: Any = None) -> dict:
+    """A copy of ``record`` with ``hidden_pass_rate`` set on every turn.
+
+    ``enable_thinking`` None: the record's own ``enable_thinking`` field (what the
+    rollout used), else False. A problem without hidden tests gets ``None`` rates.
+    """
+    stats = stats if stats is not None else EvalStats()
+    problem: ProblemRecord = problem_from_dict(record, path=path, line=line)
+    thinking = bool(record.get("enable_thinking", False)) if enable_thinking is None else bool(enable_thinking)
+    samples = record.get("samples")
+    if not isinstance(samples, list) or not samples:
+        from cobalt.io import RecordError
+
+        raise RecordError(path, line, "samples", "expected a non-empty list")
+    programs: list[list[str | None]] = []
+    for i, sample in enumerate(samples):
+        row = []
+        for j, turn in enumerate(sample.get("turns") or []):
+            if not isinstance(turn, Mapping) or not isinstance(turn.get("response"), str):
+                from cobalt.io import RecordError
+
+                raise RecordError(path, line, f"samples[{i}].turns[{j}].response", "expected a string")
+            row.append(turn_program(turn, profile=profile, enable_thinking=thinking,
+                                    history_max_chars=history_max_chars))
+        programs.append(row)
+    distinct = sorted({p for row in programs for p in row if p is not None})
+    stats.distinct_programs += len(distinct)
+    rates: dict[str, float | None] = {}
+    if len(problem.hidden) == 0:
+        rates = {p: None for p in distinct}
+    else:
+        async def judge(program: str) -> None:
+            try:
+                result = await client.evaluate(program, problem.hidden)
+            except Exception:  # the client never raises for a program; a crash here scores 0
+                stats.evaluator_errors += 1
+                rates[program] = 0.0
+                return
+            if result.error is not None:
+                stats.evaluator_errors += 1
+            rates[program] = result.pass_rate
+            stats.programs_run += 1
+            if on_turn is not None:
+                on_turn()
+
+        await asyncio.gather(*(judge(p) for p in distinct))
+    out = dict(record)
+    new_samples = []
+    for sample, row in zip(samples, programs):
+        turns = []
+        for turn, program in zip(sample["turns"], row):
+            turn = dict(turn)
+            stats.turns += 1
+            if program is None:
+                stats.no_code += 1
+                turn["hidden_pass_rate"] = None if len(problem.hidden) == 0 else 0.0
+            else:
+                turn["hidden_pass_rate"] = rates[program]
+            turn["hidden_program_found"] = program is not None
+            turns.append(turn)
+        new_samples.append({**sample, "turns": turns})
+    out["samples"] = new_samples
+    out["hidden_eval"] = {"profile": str(profile), "enable_thinking": thinking,
+                          "program_from": "history" if str(profile) == "paper" else "response"}
+    return out

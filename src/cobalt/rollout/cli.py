@@ -1,0 +1,280 @@
+"""`cobalt rollout`: single- or multi-turn inference on a problems file, public tests judged.
+
+Reads problems (JSONL: a problems file of ``cobalt preproc-taco``/``preproc-lcb``,
+or inference records), writes inference records (docs/TRAJECTORIES.md), one per
+problem, appended and flushed as each problem finishes; a rerun with the same
+``--output`` resumes. ``--turns 0`` is single-turn inference. The resolved
+configuration is saved as ``<output>.config.json``.
+
+The paper's workflow: a single-turn run with 16 samples first, then every
+multi-turn run reuses its first turns (``--first-turn-from``).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+from cobalt.io import RecordError
+from cobalt.profile import add_profile_argument
+
+CONFIG_SUFFIX = ".config.json"
+# Fields that must agree between a run and the run it resumes.
+RESUME_KEYS = ("engine", "model", "samples", "repair_turns", "enable_thinking", "max_new_tokens",
+               "temperature", "top_p", "profile", "first_turn_from")
+
+
+def add_engine_flags(parser: argparse.ArgumentParser, *, default_engine: str = "vllm") -> None:
+    """Engine flags (``--engine --model --base-url --api-key-env``)."""
+    try:
+        from cobalt.engines.cli import add_engine_arguments  # the engines' own flag set, when present
+    except ImportError:
+        add_engine_arguments = None
+    if add_engine_arguments is not None:
+        add_engine_arguments(parser)
+        if default_engine:
+            parser.set_defaults(engine=default_engine)
+        return
+    group = parser.add_argument_group("engine")
+    group.add_argument("--engine", default=default_engine,
+                       help="backend that generates: vllm, openai (any OpenAI-compatible server), litellm, transformers")
+    group.add_argument("--model", default=None, help="hub id, local path or API model name")
+    group.add_argument("--base-url", default=None, help="OpenAI-compatible server address (engine openai)")
+    group.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                       help="environment variable that holds the API key (never a key on the command line)")
+
+
+def engine_from_args(args: argparse.Namespace):
+    """Build the engine that the flags name."""
+    try:
+        from cobalt.engines.cli import engine_from_args as build  # the engines' own builder, when present
+    except ImportError:
+        build = None
+    if build is not None:
+        return build(args)
+    from cobalt.engines import create_engine
+
+    options: dict[str, Any] = {}
+    if getattr(args, "base_url", None):
+        options["base_url"] = args.base_url
+    if getattr(args, "api_key_env", None):
+        options["api_key_env"] = args.api_key_env
+    return create_engine(args.engine, args.model, **options)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags of ``cobalt rollout``."""
+    parser.add_argument("--input", required=True, help="problems JSONL (.gz ok): problems file or inference records")
+    parser.add_argument("--output", required=True, help="inference records JSONL, appended; a rerun resumes")
+    add_engine_flags(parser)
+    group = parser.add_argument_group("rollout")
+    group.add_argument("--samples", type=int, default=16, help="trajectories (first-turn samples) per problem")
+    group.add_argument("--turns", type=int, default=8,
+                       help="repair turns after the first (8: evaluation, 2: training data, 0: single-turn)")
+    group.add_argument("--first-turn-from", default=None,
+                       help="inference records of an earlier run whose first turns (turn 0) are reused instead of "
+                       "generated (the paper's cached single-turn samples)")
+    group.add_argument("--enable-thinking", action="store_true",
+                       help="thinking model: the history keeps the text after the last </think>, cut to "
+                       "--history-max-chars; also passed to the chat template")
+    group.add_argument("--history-max-chars", type=int, default=6000, help="cut of an assistant turn in the history")
+    group.add_argument("--limit", type=int, default=None, help="only the first N problems of --input")
+    group.add_argument("--template-dir", default=None, help="folder with prompt template overrides")
+    group.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sampling = parser.add_argument_group("sampling")
+    sampling.add_argument("--max-tokens", type=int, default=8192, help="new tokens per response")
+    sampling.add_argument("--temperature", type=float, default=0.6)
+    sampling.add_argument("--top-p", type=float, default=0.95)
+    sampling.add_argument("--seed", type=int, default=None, help="base seed (one derived per request)")
+    bounds = parser.add_argument_group("concurrency")
+    bounds.add_argument("--max-problems", type=int, default=16, help="problems in flight at once")
+    bounds.add_argument("--max-requests", type=int, default=64, help="engine requests in flight at once")
+    bounds.add_argument("--eval-concurrency", type=int, default=None,
+                        help="programs in the sandbox at once (default: CPUs embedded, 256 with Ray)")
+    bounds.add_argument("--evaluator", choices=("embedded", "ray"), default="embedded",
+                        help="embedded sandbox in this process, or the Ray Serve 'evaluator' app")
+    bounds.add_argument("--ray-address", default=None, help="Ray cluster address for --evaluator ray")
+    bounds.add_argument("--eval-timeout", type=float, default=30.0,
+                        help="seconds a caller waits for one program's public tests")
+    add_profile_argument(parser)
+
+
+def template_hashes(template_dir: str | None) -> dict[str, str]:
+    """SHA-256 (first 16 hex digits) and origin of every prompt template this run uses."""
+    from cobalt.prompts import TEMPLATES, load_template
+
+    out = {}
+    for name in TEMPLATES:
+        text, origin = load_template(name, template_dir)
+        out[name] = f"{hashlib.sha256(text.encode()).hexdigest()[:16]} {origin}"
+    return out
+
+
+def load_first_turns(path: str | Path) -> dict[str, list[dict]]:
+    """Problem id -> first turns (turn 0 of each sample) of an earlier run's inference records."""
+    from cobalt.io import iter_jsonl
+
+    out: dict[str, list[dict]] = {}
+    for line, rec in iter_jsonl(path):
+        if not isinstance(rec, Mapping) or "id" not in rec:
+            raise RecordError(path, line, "id", "missing")
+        samples = rec.get("samples")
+        if not isinstance(samples, list) or not samples:
+            raise RecordError(path, line, "samples", "expected a non-empty list")
+        turns = []
+        for i, sample in enumerate(samples):
+            try:
+                turn = sample["turns"][0]
+                response, public = turn["response"], turn["public"]
+                passing, feedback = public["passing"], public["feedback"]
+            except (KeyError, IndexError, TypeError):
+                raise RecordError(path, line, f"samples[{i}].turns[0]",
+                                  "expected a turn with 'response' and 'public' {passing, feedback}") from None
+            if not isinstance(response, str) or not isinstance(passing, list) or len(passing) != len(feedback):
+                raise RecordError(path, line, f"samples[{i}].turns[0]", "bad 'response' or 'public'")
+            turns.append(turn)
+        out[str(rec["id"])] = turns
+    return out
+
+
+def resolved_config(args: argparse.Namespace, engine: Any, params: Any, config: Any) -> dict:
+    """The run configuration saved beside the output."""
+    import dataclasses
+
+    from cobalt import __version__
+
+    description = engine.describe() if hasattr(engine, "describe") else {"engine": args.engine, "model": args.model}
+    return {
+        "command": "cobalt rollout",
+        "argv": sys.argv[1:],
+        "cobalt_version": __version__,
+        "input": str(args.input),
+        "output": str(args.output),
+        "first_turn_from": args.first_turn_from,
+        "engine": description.get("engine", args.engine),
+        "model": description.get("model", args.model),
+        "engine_description": description,
+        "sampling": dataclasses.asdict(params),
+        "rollout": config.to_dict(),
+        "samples": config.samples,
+        "repair_turns": config.repair_turns,
+        "enable_thinking": config.enable_thinking,
+        "max_new_tokens": params.max_new_tokens,
+        "temperature": params.temperature,
+        "top_p": params.top_p,
+        "profile": config.profile,
+        "evaluator": {"mode": args.evaluator, "timeout_s": args.eval_timeout, "concurrency": args.eval_concurrency},
+        "templates": template_hashes(config.template_dir),
+    }
+
+
+def check_resume(path: Path, new: Mapping[str, Any]) -> str | None:
+    """An error message when ``path`` (an earlier run's config) disagrees with ``new``, else None."""
+    if not path.exists():
+        return None
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    diffs = [f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in RESUME_KEYS if k in old and old.get(k) != new.get(k)]
+    if diffs:
+        return (f"{path}: the output belongs to a run with other settings ({'; '.join(diffs)}); "
+                "use another --output or delete it to start over")
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``cobalt rollout``."""
+    import asyncio
+
+    from cobalt.data.problems import iter_problems
+    from cobalt.engines.base import EngineError, SamplingParams
+    from cobalt.execution.client import EvaluatorClient
+    from cobalt.execution.base import ExecOptions
+    from cobalt.io import JsonlAppender, write_json_atomic
+    from cobalt.profile import profile_from_args
+    from cobalt.rollout.loop import RolloutConfig, RolloutStats, run_rollout
+
+    profile = profile_from_args(args)
+    for name in ("samples", "max_tokens", "max_problems", "max_requests"):
+        if getattr(args, name) < 1:
+            print(f"cobalt rollout: --{name.replace('_', '-')} must be at least 1", file=sys.stderr)
+            return 2
+    if args.turns < 0:
+        print("cobalt rollout: --turns must be 0 or more", file=sys.stderr)
+        return 2
+    if not Path(args.input).exists():
+        print(f"cobalt rollout: {args.input}: no such file", file=sys.stderr)
+        return 2
+    if not args.model:
+        print("cobalt rollout: --model is required", file=sys.stderr)
+        return 2
+    try:
+        problems = []
+        for _, problem in iter_problems(args.input):
+            problems.append(problem)
+            if args.limit is not None and len(problems) >= args.limit:
+                break
+        first_turns = load_first_turns(args.first_turn_from) if args.first_turn_from else None
+    except (RecordError, FileNotFoundError) as exc:
+        print(f"cobalt rollout: {exc}", file=sys.stderr)
+        return 1
+    params = SamplingParams(n=1, temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_tokens,
+                            seed=args.seed, enable_thinking=True if args.enable_thinking else None)
+    config = RolloutConfig(samples=args.samples, repair_turns=args.turns, enable_thinking=args.enable_thinking,
+                           history_max_chars=args.history_max_chars, max_problems=args.max_problems,
+                           max_requests=args.max_requests, profile=str(profile), template_dir=args.template_dir,
+                           seed=args.seed)
+    try:
+        engine = engine_from_args(args)
+    except EngineError as exc:
+        print(f"cobalt rollout: {exc}", file=sys.stderr)
+        return 2
+    client = EvaluatorClient(mode=args.evaluator, ray_address=args.ray_address, timeout_s=args.eval_timeout,
+                             max_concurrency=args.eval_concurrency, options=ExecOptions(profile=str(profile)))
+    output = Path(args.output)
+    config_path = output.with_name(output.name + CONFIG_SUFFIX)
+    resolved = resolved_config(args, engine, params, config)
+    problem = check_resume(config_path, resolved)
+    if problem is not None and output.exists() and output.stat().st_size > 0:
+        print(f"cobalt rollout: {problem}", file=sys.stderr)
+        return 2
+    write_json_atomic(config_path, resolved)
+    stats = RolloutStats()
+    with JsonlAppender(output) as out:
+        todo = sum(1 for p in problems if p.id not in out.done)
+        print(f"rollout: {len(problems)} problems ({len(problems) - todo} already in {output}), "
+              f"{config.samples} samples, {config.repair_turns} repair turns, engine {resolved['engine']} "
+              f"model {resolved['model']}, profile {profile}", file=sys.stderr)
+        bar = None
+        if not args.no_progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(problems) * config.samples * (config.repair_turns + 1), unit="turn",
+                       desc="rollout", file=sys.stderr, dynamic_ncols=True)
+
+        async def main() -> None:
+            try:
+                await run_rollout(problems, engine, client, params, config, out.write, first_turns=first_turns,
+                                  done=set(out.done), progress=bar, stats=stats)
+            finally:
+                await engine.aclose()
+
+        try:
+            asyncio.run(main())
+        finally:
+            if bar is not None:
+                bar.close()
+    resolved["stats"] = stats.to_dict()
+    write_json_atomic(config_path, resolved)
+    print(json.dumps({k: v for k, v in stats.to_dict().items() if k != "errors"}), file=sys.stderr)
+    for err in stats.errors[:10]:
+        print(f"cobalt rollout: failed: {err}", file=sys.stderr)
+    if stats.problems_failed:
+        print(f"cobalt rollout: {stats.problems_failed} problem(s) failed and are not in the output; "
+              "rerun the same command to retry them", file=sys.stderr)
+        return 1
+    return 0

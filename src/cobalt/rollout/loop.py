@@ -1,0 +1,317 @@
+"""The rollout loop: single- and multi-turn inference in one place (METHOD §4, §6, §9).
+
+Single-turn inference is the loop with zero repair turns. Per problem:
+
+1. turn 0: ``samples`` responses to system + problem instruction (one engine
+   request with ``n = samples``), or the cached first turns of an earlier run
+   (``first_turns``: the paper's workflow, where every multi-turn run with a
+   model starts from the same first turns);
+2. then ``repair_turns`` repair turns per sample, every one of them (no early
+   stop, even after all public tests pass). The conversation is system, user,
+   then (assistant, user) pairs: the assistant message is
+   :func:`cobalt.text.history_text` of the response (the text after the last
+   ``</think>`` cut to 6,000 characters with ``enable_thinking``, else the whole
+   response), the user message :func:`cobalt.rollout.turns.next_user_message`.
+
+Every turn's program is the last block of the RAW response (thinking included),
+run on the public tests only through :class:`cobalt.execution.client.EvaluatorClient`.
+
+Saturation: each sample of each problem is its own task; while one waits for
+the model, another's program is in the sandbox. ``max_problems`` bounds the
+problems in flight, ``max_requests`` the engine requests in flight, and the
+evaluator client's ``max_concurrency`` the programs in flight.
+
+Output: one inference record per problem (docs/TRAJECTORIES.md), appended and
+flushed as soon as the problem is done; a rerun skips the problems already in
+the output (resume, also after ``kill -9``).
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from cobalt.data.problems import ProblemRecord
+from cobalt.engines.base import Completion, Engine, SamplingParams
+from cobalt.execution.base import ExecutionResult
+from cobalt.rollout.turns import NO_CODE_FEEDBACK, error_feedback, failing_public_result, next_user_message
+from cobalt.text import HISTORY_MAX_CHARS, extract_code, history_text
+
+RECORD_FIELDS_DROPPED = ("samples",)
+"""Fields of an input record that a rollout replaces (an inference record given as input)."""
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    """What a rollout does beyond sampling. Defaults: the paper's evaluation run."""
+
+    samples: int = 16
+    """Trajectories per problem (first-turn samples)."""
+    repair_turns: int = 8
+    """Repair turns after the first (8 for evaluation, 2 for training data; 0: single-turn)."""
+    enable_thinking: bool = False
+    """Keep only the text after the last ``</think>`` (cut to ``history_max_chars``) in the history."""
+    history_max_chars: int = HISTORY_MAX_CHARS
+    max_problems: int = 16
+    """Problems in flight at once."""
+    max_requests: int = 64
+    """Engine requests in flight at once (each request is one conversation)."""
+    profile: str = "paper"
+    template_dir: str | None = None
+    seed: int | None = None
+    """Base seed: each request gets a seed derived from it, the problem, the sample and the turn."""
+
+    def __post_init__(self) -> None:
+        for name in ("samples", "max_problems", "max_requests", "history_max_chars"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"RolloutConfig.{name} must be a positive integer, got {value!r}")
+        if not isinstance(self.repair_turns, int) or self.repair_turns < 0:
+            raise ValueError(f"RolloutConfig.repair_turns must be a non-negative integer, got {self.repair_turns!r}")
+
+    def to_dict(self) -> dict:
+        """JSON-ready form for the run configuration."""
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class RolloutStats:
+    """Counters of one rollout run (printed and saved in the run configuration)."""
+
+    problems_total: int = 0
+    problems_resumed: int = 0
+    """Already in the output from an earlier run, skipped."""
+    problems_done: int = 0
+    problems_failed: int = 0
+    requests: int = 0
+    responses: int = 0
+    cached_first_turns: int = 0
+    programs_run: int = 0
+    no_code: int = 0
+    evaluator_errors: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """JSON-ready form (first 100 errors)."""
+        out = dataclasses.asdict(self)
+        out["errors"] = self.errors[:100]
+        return out
+
+
+def extract_program(response: str, profile: str) -> str | None:
+    """The program of a response: the last fenced block, by the profile's extraction rule."""
+    try:
+        return extract_code(response, profile=str(profile))
+    except TypeError:  # an extract_code without the profile switch
+        return extract_code(response)
+
+
+def first_turn_messages(problem: ProblemRecord, template_dir: str | None = None) -> list[dict]:
+    """System prompt and first user message (the data set's ``instruction`` when it has one)."""
+    from cobalt.prompts import problem_prompt, system_prompt
+
+    user = problem.instruction if problem.instruction is not None else problem_prompt(problem.question, template_dir)
+    return [{"role": "system", "content": system_prompt(template_dir)}, {"role": "user", "content": user}]
+
+
+def request_seed(base: int | None, problem_id: str, sample: int, turn: int) -> int | None:
+    """A per-request seed derived from ``base`` (None stays None), stable across runs and resumes."""
+    if base is None:
+        return None
+    digest = hashlib.sha256(f"{base}/{problem_id}/{sample}/{turn}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def _base_seed(params: SamplingParams, config: RolloutConfig) -> int | None:
+    return params.seed if config.seed is None else config.seed
+
+
+class Limiter:
+    """Bounds engine requests in flight (built inside the running loop)."""
+
+    def __init__(self, max_requests: int):
+        self.sem = asyncio.Semaphore(max_requests)
+
+
+async def _generate(engine: Engine, messages: Sequence[Mapping[str, str]], params: SamplingParams,
+                    limiter: Limiter, stats: RolloutStats) -> list[Completion]:
+    async with limiter.sem:
+        stats.requests += 1
+        out = await engine.generate([list(messages)], params)
+    completions = list(out[0])
+    if len(completions) != params.n:
+        raise RuntimeError(f"engine returned {len(completions)} completions, expected {params.n}")
+    stats.responses += len(completions)
+    stats.completion_tokens += sum(int(c.completion_tokens or 0) for c in completions)
+    return completions
+
+
+async def judge_public(program: str | None, problem: ProblemRecord, client: Any, stats: RolloutStats) -> dict:
+    """The public-test result of one program as an inference record's ``public`` field.
+
+    No program: every public test fails with :data:`NO_CODE_FEEDBACK`. An
+    evaluator call that raises: every test fails with the error's text.
+    """
+    n = len(problem.public)
+    if program is None:
+        stats.no_code += 1
+        return failing_public_result(n, NO_CODE_FEEDBACK)
+    stats.programs_run += 1
+    try:
+        result: ExecutionResult = await client.evaluate(program, problem.public)
+    except Exception as exc:  # the client promises not to raise; a caller-side failure still gets feedback
+        stats.evaluator_errors += 1
+        return failing_public_result(n, error_feedback(exc, timeout_s=getattr(client, "timeout_s", None)))
+    public = {"passing": list(result.passing), "feedback": list(result.feedback)}
+    if result.error is not None:
+        stats.evaluator_errors += 1
+        public["error"] = result.error
+    if not public["passing"]:
+        return failing_public_result(n, result.error or "the evaluator returned no verdicts")
+    return public
+
+
+def _turn_record(response: str, completion: Completion | None, program: str | None, public: dict) -> dict:
+    passing = public["passing"]
+    turn = {
+        "response": response,
+        "code": program,
+        "public": public,
+        "public_pass_rate": sum(passing) / len(passing) if passing else 0.0,
+    }
+    if completion is not None:
+        turn["finish_reason"] = completion.finish_reason
+        turn["completion_tokens"] = completion.completion_tokens
+    return turn
+
+
+def _cached_turn(turn: Mapping[str, Any], profile: str) -> dict:
+    """A cached first turn as this run records it (its public result kept, hidden rate dropped)."""
+    response = turn["response"]
+    program = turn["code"] if "code" in turn else extract_program(response, profile)
+    public = {"passing": list(turn["public"]["passing"]), "feedback": list(turn["public"]["feedback"])}
+    out = _turn_record(response, None, program, public)
+    out["cached"] = True
+    for key in ("finish_reason", "completion_tokens"):
+        if key in turn:
+            out[key] = turn[key]
+    return out
+
+
+async def _run_sample(problem: ProblemRecord, index: int, first: dict, engine: Engine, client: Any,
+                      params: SamplingParams, config: RolloutConfig, limiter: Limiter, stats: RolloutStats,
+                      on_turn: Callable[[], None] | None) -> dict:
+    messages = first_turn_messages(problem, config.template_dir)
+    turns = [first]
+    if on_turn:
+        on_turn()
+    for t in range(1, config.repair_turns + 1):
+        prev = turns[-1]
+        messages.append({
+            "role": "assistant",
+            "content": history_text(prev["response"], enable_thinking=config.enable_thinking,
+                                    max_chars=config.history_max_chars),
+        })
+        messages.append({
+            "role": "user",
+            "content": next_user_message(prev["public"], no_code=prev["code"] is None, template_dir=config.template_dir),
+        })
+        seeded = dataclasses.replace(params, n=1, seed=request_seed(_base_seed(params, config), problem.id, index, t))
+        (completion,) = await _generate(engine, messages, seeded, limiter, stats)
+        program = extract_program(completion.text, config.profile)
+        public = await judge_public(program, problem, client, stats)
+        turns.append(_turn_record(completion.text, completion, program, public))
+        if on_turn:
+            on_turn()
+    return {"turns": turns}
+
+
+async def rollout_problem(problem: ProblemRecord, engine: Engine, client: Any, params: SamplingParams,
+                          config: RolloutConfig, *, cached: Sequence[Mapping[str, Any]] | None = None,
+                          limiter: Limiter | None = None, stats: RolloutStats | None = None,
+                          on_turn: Callable[[], None] | None = None) -> dict:
+    """All trajectories of one problem, as one inference record (docs/TRAJECTORIES.md).
+
+    ``cached``: the problem's first turns from an earlier run (a turn mapping
+    each, at least ``config.samples``); otherwise turn 0 is generated here.
+    """
+    limiter = limiter or Limiter(config.max_requests)
+    stats = stats if stats is not None else RolloutStats()
+    n = config.samples
+    if cached is not None:
+        if len(cached) < n:
+            raise ValueError(f"problem {problem.id}: {len(cached)} cached first turns, {n} samples asked for")
+        firsts = [_cached_turn(turn, config.profile) for turn in cached[:n]]
+        stats.cached_first_turns += n
+    else:
+        messages = first_turn_messages(problem, config.template_dir)
+        first_params = dataclasses.replace(params, n=n, seed=request_seed(_base_seed(params, config), problem.id, 0, 0))
+        completions = await _generate(engine, messages, first_params, limiter, stats)
+        programs = [extract_program(c.text, config.profile) for c in completions]
+        publics = await asyncio.gather(*(judge_public(p, problem, client, stats) for p in programs))
+        firsts = [_turn_record(c.text, c, p, pub) for c, p, pub in zip(completions, programs, publics)]
+    samples = await asyncio.gather(*(
+        _run_sample(problem, i, firsts[i], engine, client, params, config, limiter, stats, on_turn) for i in range(n)
+    ))
+    record = {k: v for k, v in problem.to_dict().items() if k not in RECORD_FIELDS_DROPPED}
+    record["enable_thinking"] = config.enable_thinking
+    record["samples"] = list(samples)
+    return record
+
+
+async def run_rollout(problems: Iterable[ProblemRecord], engine: Engine, client: Any, params: SamplingParams,
+                      config: RolloutConfig, write: Callable[[dict], None], *,
+                      first_turns: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+                      done: set | None = None, progress: Any = None, stats: RolloutStats | None = None) -> RolloutStats:
+    """Roll out every problem not in ``done``; ``write(record)`` is called as each problem finishes.
+
+    At most ``config.max_problems`` problems are in flight; a problem whose
+    rollout fails (engine error, missing cached turns) is counted and left out
+    of the output, so that a rerun retries it. ``progress`` is a tqdm-like bar
+    advanced once per turn of each sample.
+    """
+    stats = stats if stats is not None else RolloutStats()
+    done = done if done is not None else set()
+    limiter = Limiter(config.max_requests)
+    slots = asyncio.Semaphore(config.max_problems)
+    start = time.monotonic()
+    pending: set[asyncio.Task] = set()
+    on_turn = (lambda: progress.update(1)) if progress is not None else None
+
+    async def one(problem: ProblemRecord) -> None:
+        try:
+            cached = None
+            if first_turns is not None:
+                if problem.id not in first_turns:
+                    raise KeyError(f"problem {problem.id}: not in the cached first turns")
+                cached = first_turns[problem.id]
+            record = await rollout_problem(problem, engine, client, params, config, cached=cached,
+                                           limiter=limiter, stats=stats, on_turn=on_turn)
+            write(record)
+            stats.problems_done += 1
+        except Exception as exc:  # one problem's failure must not stop the others
+            stats.problems_failed += 1
+            stats.errors.append(f"{problem.id}: {type(exc).__name__}: {exc}")
+        finally:
+            slots.release()
+
+    for problem in problems:
+        stats.problems_total += 1
+        if problem.id in done:
+            stats.problems_resumed += 1
+            if progress is not None:
+                progress.update(config.samples * (config.repair_turns + 1))
+            continue
+        await slots.acquire()
+        task = asyncio.create_task(one(problem))
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+    if pending:
+        await asyncio.gather(*list(pending))
+    stats.seconds = round(time.monotonic() - start, 3)
+    return stats

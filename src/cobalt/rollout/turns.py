@@ -1,0 +1,112 @@
+"""The user message of a repair turn, built from a program's public-test result.
+
+METHOD §9: every feedback, the all-public-tests-passed sentence included, is
+wrapped in the repair instruction (``cobalt.prompts.repair_prompt``). What goes
+inside is, in this order of precedence:
+
+1. a response without a program: :data:`NO_CODE_FEEDBACK`;
+2. a caller-side error (the evaluator call raised or exceeded the caller's
+   timeout): :func:`error_feedback` of that error;
+3. otherwise the public result: the feedback of the first failing test (an
+   evaluator timeout or failure already carries its reason as every test's
+   feedback), or, when no test failed, ``cobalt.prompts.feedback_all_public_passed``.
+
+The texts of cases 1 and 2 are written here, once; the public-test feedback
+itself comes from the executor (``cobalt.execution.feedback``).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping, Sequence
+
+NO_CODE_FEEDBACK = (
+    "No program could be extracted from your previous response: it contained no fenced code block. "
+    "Nothing was run."
+)
+"""Feedback for a response in which ``extract_code`` finds no program."""
+
+EVALUATOR_TIMEOUT_FEEDBACK = "The evaluation of your previous program timed out after {seconds:g} seconds."
+"""Feedback when the evaluator call exceeds the caller's timeout (``seconds`` filled in)."""
+
+EVALUATOR_ERROR_FEEDBACK = "The evaluation of your previous program failed with an error: {message}"
+"""Feedback when the evaluator call raises (``message`` filled in)."""
+
+
+def error_feedback(error: BaseException | str, *, timeout_s: float | None = None) -> str:
+    """The feedback text for an evaluator call that timed out or raised.
+
+    ``error`` is the exception (a :class:`TimeoutError`/``asyncio.TimeoutError``
+    gives the timeout text when ``timeout_s`` is known) or a message string.
+
+    >>> error_feedback("connection refused")
+    'The evaluation of your previous program failed with an error: connection refused'
+    >>> error_feedback(TimeoutError(), timeout_s=30)
+    'The evaluation of your previous program timed out after 30 seconds.'
+    """
+    if isinstance(error, TimeoutError):
+        seconds = timeout_s if timeout_s is not None else getattr(error, "timeout_s", None)
+        if seconds is not None:
+            return EVALUATOR_TIMEOUT_FEEDBACK.format(seconds=float(seconds))
+    if isinstance(error, BaseException):
+        text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    else:
+        text = str(error)
+    return EVALUATOR_ERROR_FEEDBACK.format(message=text.strip())
+
+
+def _passing_and_feedback(result: Any) -> tuple[Sequence[bool], Sequence[str]]:
+    """``(passing, feedback)`` of an ExecutionResult, a PublicResult or a mapping."""
+    if isinstance(result, Mapping):
+        return tuple(result.get("passing") or ()), tuple(result.get("feedback") or ())
+    return tuple(getattr(result, "passing", ())), tuple(getattr(result, "feedback", ()))
+
+
+def turn_feedback(result: Any, *, no_code: bool = False, error: BaseException | str | None = None,
+                  template_dir: str | os.PathLike | None = None) -> str:
+    """The feedback text of a turn, before it is wrapped in the repair instruction.
+
+    ``result`` is the public-test result (:class:`cobalt.execution.base.ExecutionResult`,
+    :class:`cobalt.data.records.PublicResult` or a ``{"passing", "feedback"}`` mapping);
+    it may be None when ``no_code`` or ``error`` is given.
+    """
+    from cobalt.prompts import feedback_all_public_passed
+
+    if no_code:
+        return NO_CODE_FEEDBACK
+    if error is not None:
+        return error_feedback(error)
+    if result is None:
+        raise ValueError("turn_feedback needs a public result unless no_code or error is given")
+    passing, feedback = _passing_and_feedback(result)
+    if len(feedback) != len(passing):
+        raise ValueError(f"public result has {len(passing)} verdicts but {len(feedback)} feedback texts")
+    for ok, text in zip(passing, feedback):
+        if not ok:
+            return text
+    return feedback_all_public_passed(template_dir)
+
+
+def next_user_message(result: Any, *, no_code: bool = False, error: BaseException | str | None = None,
+                      template_dir: str | os.PathLike | None = None) -> str:
+    """The next turn's user message: the repair instruction wrapping this turn's feedback.
+
+    The feedback is chosen by :func:`turn_feedback` (no code, caller-side error,
+    first failing public test, or the all-public-tests-passed message); it is
+    always wrapped in ``cobalt.prompts.repair_prompt`` (METHOD §9).
+    """
+    from cobalt.prompts import repair_prompt
+
+    text = turn_feedback(result, no_code=no_code, error=error, template_dir=template_dir)
+    return repair_prompt(text, template_dir)
+
+
+def failing_public_result(n_tests: int, feedback: str) -> dict:
+    """A public result in which all ``n_tests`` tests fail with ``feedback`` (no code, call error).
+
+    The shape of an inference record's ``public`` field (docs/TRAJECTORIES.md).
+
+    >>> failing_public_result(2, "x")
+    {'passing': [False, False], 'feedback': ['x', 'x']}
+    """
+    n = max(int(n_tests), 1)
+    return {"passing": [False] * n, "feedback": [feedback] * n}
