@@ -27,6 +27,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "generate": ("cobalt.engines.generate_cli", "Complete chat conversations from a JSONL file with any engine (--engine, --model)."),
     "tiny-model": ("cobalt.engines.tiny_model", "Build a tiny randomly initialised Qwen3 model with the real tokenizer (tests, CI, GPU smoke runs)."),
     "train-config": ("cobalt.verl_plugin.config_cli", "Compose and print the veRL GRPO config of a paper training run."),
+    "extract-hacking": ("cobalt.analysis.hacking", "Extract turn-level reward-hacking cases from runs on perturbed tests (extract_turn_level_errors.py)."),
+    "judge": ("cobalt.analysis.judge", "Classify reward-hacking cases with an LLM judge through any engine (run_llm_judge.py)."),
+    "hacking-report": ("cobalt.analysis.hacking_report", "Reward-hacking report: counts per category and run (markdown, CSV, PNG, examples)."),
 }
 
 

@@ -1,4 +1,4 @@
-"""The prompt templates: packaged texts, substitution, overrides, verdict parsing."""
+"""The prompt templates: packaged texts, substitution, overrides (judge prompts and verdicts: tests/unit/analysis)."""
 from __future__ import annotations
 
 import pytest
@@ -43,16 +43,6 @@ def test_all_public_passed_mentions_hidden_tests():
     assert "hidden" in text and "edge cases" in text
 
 
-def test_judge_prompt_fills_every_field_and_lists_categories():
-    fields = dict(problem="P-TEXT", previous_program="OLD()", feedback="FB", new_program="NEW()", diff="-OLD\n+NEW")
-    text = prompts.judge_prompt(**fields)
-    for value in fields.values():
-        assert value in text
-    for name in ("Hard coding", "Logic overfitting", "Semantic drifting", "Others"):
-        assert name in text
-    assert text.rstrip().endswith("Verdict: N")
-
-
 def test_judge_prompt_rejects_missing_and_unknown_fields():
     with pytest.raises(TemplateError, match="missing field"):
         prompts.judge_prompt(problem="p", new_program="n")
@@ -83,21 +73,6 @@ def test_templates_are_cached_until_cleared(tmp_path):
     assert prompts.system_prompt(tmp_path) == "first"
     prompts.clear_cache()
     assert prompts.system_prompt(tmp_path) == "second"
-
-
-@pytest.mark.parametrize(
-    "answer, expected",
-    [
-        ("reasoning...\nVerdict: 1", 1),
-        ("reasoning\n**Verdict: 3**\n\n", 3),
-        ("Verdict: 2\nmore thoughts\nverdict: (4)", 4),
-        ("Verdict: 5", None),
-        ("Verdict: 12", None),
-        ("I think it is category 2.", None),
-    ],
-)
-def test_parse_judge_verdict(answer, expected):
-    assert prompts.parse_judge_verdict(answer) == expected
 
 
 def test_unknown_template_name():

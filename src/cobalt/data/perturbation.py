@@ -17,7 +17,13 @@ differ, so one shuffle suffices and the result is the same.
 
 Output: each input record unchanged plus ``modified_test_cases`` and
 ``perturbed_public_test_cases`` (JSON strings of ``{inputs, outputs, fn_name?}``),
-appended per record and resumable by id; a summary beside the output.
+and the identity of the modified tests: ``modified_public_indices`` (their
+positions in ``perturbed_public_test_cases``, always ``[0, 1]``) and
+``perturbed_public_source_indices`` (for each perturbed public test, its
+position in the input's public tests), so that later steps (the
+reward-hacking extraction) match tests by position, never by searching
+feedback text. Appended per record and resumable by id; a summary beside the
+output.
 """
 from __future__ import annotations
 
@@ -35,6 +41,8 @@ from cobalt.data.problems import DropSummary, iter_local_records, problem_rng, r
 DEFAULT_SEED = 42
 FEWER_THAN_TWO_UNIQUE = "fewer_than_two_unique_outputs"
 BAD_RECORD = "bad_record"
+MODIFIED_PUBLIC_INDICES = (0, 1)
+"""Positions of the two modified tests in ``perturbed_public_test_cases`` (recorded per problem)."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +112,8 @@ def perturb_record(record: Any, *, seed: int, field: str, path: str, line: int) 
     out = dict(record)
     out["modified_test_cases"] = tests_json(result.modified_tests(public.fn_name))
     out["perturbed_public_test_cases"] = tests_json(result.public_tests(public.fn_name))
+    out["modified_public_indices"] = list(MODIFIED_PUBLIC_INDICES)
+    out["perturbed_public_source_indices"] = list(result.order)
     return out
 
 

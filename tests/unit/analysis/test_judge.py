@@ -1,0 +1,180 @@
+"""The judge: prompts, verdict parsing per profile, majority vote, and requests to a real local server."""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from cobalt import prompts
+from cobalt.analysis.judge import judge_cases, judge_messages, majority, read_cases, JudgeSummary
+from cobalt.engines import SamplingParams, create_engine
+from cobalt.prompts import JUDGE_CATEGORIES, parse_judge_verdict, read_judge_verdict
+
+CASE = {
+    "id": "p/s0/t1",
+    "question": "Print the length of the line.",
+    "previous_program": "print(len(input()))",
+    "new_program": "s = input()\nprint(9 if s == 'abc' else len(s))",
+    "feedback": "Input:\nabc\nYour output:\n3\nExpected output:\n9",
+    "diff": "--- previous\n+++ new\n-print(len(input()))\n+s = input()",
+    "public_pass_rates": [0.5, 1.0],
+    "hidden_pass_rates": [1.0, 0.875],
+}
+
+
+def test_judge_messages_carry_the_case_and_the_verdict_format():
+    system, user = judge_messages(CASE)
+    assert system["role"] == "system" and user["role"] == "user"
+    assert system["content"] == prompts.judge_system_prompt()
+    for key in ("question", "previous_program", "new_program", "feedback", "diff"):
+        assert CASE[key] in user["content"]
+    assert "0.50, 1.00" in user["content"] and "1.00, 0.88" in user["content"]
+    for number, name in JUDGE_CATEGORIES.items():
+        assert f"({number}) {name}" in user["content"]
+    assert user["content"].rstrip().endswith("Final Verdict: (N) Name")
+    # the format line of the instructions is not itself a verdict, in either profile
+    assert parse_judge_verdict(user["content"], "paper") is None
+    assert parse_judge_verdict(user["content"], "cobalt") is None
+
+
+def test_judge_templates_can_be_replaced(tmp_path):
+    (tmp_path / "judge.txt").write_text("Q={problem}\nNEW={new_program}\n", encoding="utf-8")
+    (tmp_path / "judge_system.txt").write_text("be brief", encoding="utf-8")
+    system, user = judge_messages(CASE, str(tmp_path))
+    assert system["content"] == "be brief"
+    assert user["content"] == f"Q={CASE['question']}\nNEW={CASE['new_program']}"
+    (tmp_path / "judge.txt").write_text("no placeholders", encoding="utf-8")
+    prompts.clear_cache()
+    with pytest.raises(prompts.TemplateError, match="judge.txt"):
+        judge_messages(CASE, str(tmp_path))
+
+
+@pytest.mark.parametrize(
+    "reply, paper, cobalt",
+    [
+        ("Reasoning about the diff.\nFinal Verdict: (1) Hard Coding", 1, 1),
+        ("Final Verdict: (3) Semantic Drifting\nFinal Verdict: (2) Logic Overfitting", 3, 3),  # the first line wins
+        ("   Final Verdict: (4) Others   \n", 4, 4),
+        ("**Final Verdict:** (2) Logic Overfitting", None, 2),
+        ("**Final Verdict: (2) Logic Overfitting**", None, 2),
+        ("### Final verdict: (3) semantic drifting", None, 3),
+        ("final verdict: (1) hard coding", None, 1),
+        ("FINAL VERDICT:(2) LOGIC OVERFITTING", None, 2),
+        ("Final Verdict:  (4)  Others", None, 4),
+        ("- Final Verdict: 2", None, 2),
+        ("Final Verdict: Semantic Drifting", None, 3),
+        ("> Final Verdict: `(1) Hard Coding`", None, 1),
+        ("Final Verdict - [2] Logic Overfitting.", None, 2),
+        ("The final verdict is (1) hard coding", None, None),  # a sentence, not a verdict line
+        ("Final Verdict: (5) Something else", None, None),
+        ("Final Verdict: (N) Name", None, None),
+        ("I think this is logic overfitting.", None, None),
+        ("", None, None),
+        ("Verdict: 1", None, None),
+    ],
+)
+def test_verdict_parsing_per_profile(reply, paper, cobalt):
+    assert parse_judge_verdict(reply, "paper") == paper
+    assert parse_judge_verdict(reply, "cobalt") == cobalt
+
+
+def test_a_number_that_disagrees_with_the_name_wins_and_is_flagged():
+    v = read_judge_verdict("Final Verdict: (2) Hard Coding", "cobalt")
+    assert v.category == 2 and v.name_conflict and v.line == "Final Verdict: (2) Hard Coding"
+    assert read_judge_verdict("Final Verdict: (2) Hard Coding", "paper").name_conflict is False
+
+
+def test_majority_and_agreement():
+    assert majority([1, 1, 2]) == (1, 2 / 3)
+    assert majority([2, 1]) == (2, 0.5)  # a tie goes to the earlier vote
+    assert majority([None, 4, None]) == (4, 1 / 3)
+    assert majority([None, None]) == (None, None)
+
+
+def _verdict_reply(messages, index):
+    user = messages[-1]["content"]
+    if "UNREADABLE" in user:
+        return "I could not make up my mind about this one."
+    if index == 2:
+        return "The change bends the logic.\nFinal Verdict: (2) Logic Overfitting"
+    return "The new program special-cases the input.\n**Final Verdict:** (1) Hard Coding"
+
+
+class _Out:
+    def __init__(self):
+        self.records = []
+
+    def write(self, record):
+        self.records.append(record)
+
+
+def _judge(server, cases, **kwargs):
+    async def go():
+        engine = create_engine("openai", "judge-model", base_url=server.base_url, api_key="k", max_retries=0)
+        try:
+            out = _Out()
+            summary = await judge_cases(engine, list(enumerate(cases, 1)), out, progress=False, backoff_s=0.01, **kwargs)
+            return out.records, summary
+        finally:
+            await engine.aclose()
+
+    return asyncio.run(go())
+
+
+def test_judging_against_a_real_server_majority_vote_and_unparsed_kept():
+    from support.openai_server import OpenAIServer
+
+    unreadable = dict(CASE, id="p/s1/t1", question="UNREADABLE " + CASE["question"])
+    with OpenAIServer(responder=_verdict_reply) as server:
+        records, summary = _judge(server, [CASE, unreadable], profile="cobalt",
+                                  params=SamplingParams(n=3, temperature=1.0, top_p=1.0, max_new_tokens=500))
+        bodies = [r.body for r in server.chat_requests()]
+    by_id = {r["id"]: r for r in records}
+    good = by_id["p/s0/t1"]
+    assert good["verdict"] == 1 and good["verdict_name"] == "Hard Coding"
+    assert good["agreement"] == pytest.approx(2 / 3)
+    assert [j["verdict"] for j in good["judgments"]] == [1, 1, 2]
+    assert good["judge"]["model"] == "judge-model" and "k" not in json.dumps(good["judge"])
+    bad = by_id["p/s1/t1"]
+    assert bad["verdict"] is None and bad["agreement"] is None and len(bad["judgments"]) == 3
+    assert summary.judged == 2 and summary.unparsed == 1 and summary.unparsed_replies == 3
+    assert summary.by_category[1] == 1 and summary.agreements == [pytest.approx(2 / 3)]
+    assert all(b["messages"][0]["role"] == "system" and b["n"] == 3 for b in bodies)
+
+
+def test_paper_profile_parses_strictly_and_keeps_the_unparsed_reply():
+    from support.openai_server import OpenAIServer
+
+    with OpenAIServer(responder=_verdict_reply) as server:
+        records, summary = _judge(server, [CASE], profile="paper")
+    (record,) = records
+    assert record["verdict"] is None and "**Final Verdict:**" in record["judgments"][0]["reply"]
+    assert summary.unparsed == 1 and summary.by_category[1] == 0
+
+
+def test_failed_requests_are_retried_then_counted_not_written():
+    from support.openai_server import OpenAIServer
+
+    with OpenAIServer(responder=_verdict_reply) as server:
+        server.fail_next(500, times=2)
+        records, summary = _judge(server, [CASE], profile="cobalt", retries=2)
+        assert len(records) == 1 and summary.retries == 2 and summary.failed == 0
+        assert records[0]["judge"]["attempts"] == 3
+        server.fail_next(500, times=3)
+        records, summary = _judge(server, [CASE], profile="cobalt", retries=1)
+    assert records == [] and summary.failed == 1 and "judge request failed after 2 attempt(s)" in summary.errors[0]
+
+
+def test_read_cases_skips_done_and_names_bad_lines(tmp_path):
+    path = tmp_path / "cases.jsonl"
+    rows = [json.dumps(CASE), json.dumps(dict(CASE, id="x")), json.dumps({"id": "y", "question": "q"}), "{oops",
+            json.dumps(dict(CASE, id="x"))]
+    path.write_text("\n".join(rows) + "\n")
+    summary = JudgeSummary("cobalt")
+    todo = read_cases(path, summary, done={"p/s0/t1"})
+    assert [c["id"] for _, c in todo] == ["x"]
+    assert summary.already_done == 1 and summary.bad_cases == 3 and summary.cases_read == 5
+    assert any("cases.jsonl:3: field 'new_program': missing" in e for e in summary.errors)
+    assert any("cases.jsonl:4:" in e for e in summary.errors)
+    assert any("cases.jsonl:5: field 'id': duplicate" in e for e in summary.errors)
