@@ -44,8 +44,9 @@ from uuid import uuid4
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput
 
+from cobalt.data.verl_datasets import MULTITURN_AGENT_NAME
 from cobalt.verl_plugin.reward import REWARD_INFO_KEYS, flatten_for_verl
-from cobalt.verl_plugin.runs import MAX_RESPONSE_LENGTH
+from cobalt.verl_plugin.runs import DEFAULT_REPAIR_TURNS, MAX_RESPONSE_LENGTH
 from cobalt.verl_plugin.verpo import (
     DEFAULT_DECAY,
     DEFAULT_GROUP_TIMEOUT_S,
@@ -55,10 +56,8 @@ from cobalt.verl_plugin.verpo import (
 
 log = logging.getLogger(__name__)
 
-AGENT_NAME = "cobalt_multiturn"
+AGENT_NAME = MULTITURN_AGENT_NAME
 """The ``agent_name`` of the multi-turn rows; each run's YAML maps it to a reward."""
-DEFAULT_REPAIR_TURNS = 2
-"""T: repair turns after the first answer (the paper's training trajectories had 2, i.e. 3 programs)."""
 REWARDS = ("shaped", "verpo")
 
 # Stop reasons, in the logged ``mt_stop`` field.
