@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "build-prompts": ("cobalt.data.trajectories", "Turn multi-turn trajectories into partial-trajectory bandit prompts (preproc/process_multi_turn_taco.py)."),
     "make-verl-data": ("cobalt.data.verl_datasets", "Write single-turn or Cobalt parquet datasets in veRL's row schema."),
     "train-config": ("cobalt.verl_plugin.config_cli", "Compose and print the veRL GRPO config of a paper training run."),
+    "cost-report": ("cobalt.verl_plugin.costs", "Seconds per example and GPU-hours per step of training runs, from verl's step logs."),
 }
 
 
