@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "extract-hacking": ("cobalt.analysis.hacking", "Extract turn-level reward-hacking cases from runs on perturbed tests (extract_turn_level_errors.py)."),
     "judge": ("cobalt.analysis.judge", "Classify reward-hacking cases with an LLM judge through any engine (run_llm_judge.py)."),
     "hacking-report": ("cobalt.analysis.hacking_report", "Reward-hacking report: counts per category and run (markdown, CSV, PNG, examples)."),
+    "cost-report": ("cobalt.verl_plugin.costs", "Seconds per example and GPU-hours per step of training runs, from verl's step logs."),
 }
 
 

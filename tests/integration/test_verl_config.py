@@ -64,6 +64,9 @@ PAPER_PER_RUN = {
     "single-turn": {"data.max_prompt_length": 2048, "trainer.total_epochs": 4},
     "cobalt": {"data.max_prompt_length": 10240, "trainer.total_epochs": 2},
     "cobalt-perturbed": {"data.max_prompt_length": 10240, "trainer.total_epochs": 2},
+    # the multi-turn baselines: the problem as prompt, a trajectory budget of 3 x 6144 + 2 x 1024 tokens
+    **{run: {"data.max_prompt_length": 2048, "trainer.total_epochs": 2, "data.max_response_length": 20480,
+             "actor_rollout_ref.rollout.response_length": 20480} for run in ("grpo-mt", "verpo-mt")},
 }
 
 

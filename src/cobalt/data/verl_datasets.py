@@ -1,12 +1,15 @@
-"""Single-turn and Cobalt datasets as veRL parquet files (``cobalt make-verl-data``).
+"""Single-turn, Cobalt and multi-turn datasets as veRL parquet files (``cobalt make-verl-data``).
 
-Two kinds of input, one row schema out (METHOD §4, docs/TRAJECTORIES.md):
+Three kinds of rows, one row schema out (METHOD §4, docs/TRAJECTORIES.md):
 
 - ``single-turn``: a problems file (``cobalt preproc-taco`` / ``preproc-lcb``
   output); the prompt is the system prompt and the problem instruction.
 - ``cobalt``: the prompt rows of ``cobalt build-prompts`` (training rows from a
   training run, validation rows from an ``--is-test`` run); the prompt is the
-  partial trajectory.
+  partial trajectory;
+- ``multiturn``: a problems file, as single-turn, for the online multi-turn
+  baselines: each row also has ``agent_name`` (the agent loop of
+  ``cobalt.verl_plugin.agent_loop``) and ``extra_info.public_test_cases``.
 
 Each row: ``data_source``, ``prompt`` (chat messages), ``ability`` "code",
 ``reward_model`` {``style`` "rule", ``ground_truth``: all tests as a JSON
@@ -29,8 +32,10 @@ from typing import Any, Callable, Iterator, Mapping
 
 from cobalt.io import RecordError
 
-KINDS = ("single-turn", "cobalt")
+KINDS = ("single-turn", "cobalt", "multiturn")
 DEFAULT_DATA_SOURCE = "code_taco_verified"
+MULTITURN_AGENT_NAME = "cobalt_multiturn"
+"""``agent_name`` of multiturn rows: the agent loop that GRPO-MT / VeRPO-MT register under this name."""
 
 
 @dataclass
@@ -75,9 +80,14 @@ def length_stats(lengths: list[int]) -> dict:
 
 
 def verl_row(*, data_source: str, messages: list[dict], ground_truth: str, split: str, index: int,
-             prev_best: float, problem_id: str, turn: int) -> dict:
-    """One row in veRL's schema (types fixed so that every row has the same parquet schema)."""
-    return {
+             prev_best: float, problem_id: str, turn: int, public_tests: str | None = None) -> dict:
+    """One row in veRL's schema (types fixed so that every row has the same parquet schema).
+
+    With ``public_tests`` (multiturn rows) the row also names its agent loop
+    (``agent_name``) and carries the public tests, shown in feedback, as
+    ``extra_info.public_test_cases``; ``ground_truth`` stays all tests.
+    """
+    row = {
         "data_source": data_source,
         "prompt": [{"role": str(m["role"]), "content": str(m["content"])} for m in messages],
         "ability": "code",
@@ -91,6 +101,10 @@ def verl_row(*, data_source: str, messages: list[dict], ground_truth: str, split
             "turn": int(turn),
         },
     }
+    if public_tests is not None:
+        row["agent_name"] = MULTITURN_AGENT_NAME
+        row["extra_info"]["public_test_cases"] = public_tests
+    return row
 
 
 def _records(path: str | os.PathLike, report: SplitReport) -> Iterator[tuple[int, Any]]:
@@ -126,6 +140,16 @@ def single_turn_messages(record: Any, *, path: str, line: int, template_dir: str
 
     problem = problem_from_dict(record, path=path, line=line)
     return problem.id, first_turn_messages(problem, template_dir), tests_json(problem.tests)
+
+
+def public_tests_json(record: Any, *, path: str, line: int) -> str:
+    """The public tests of a problems-file record as JSON (a problem without any is a bad record)."""
+    from cobalt.data.problems import problem_from_dict, tests_json
+
+    problem = problem_from_dict(record, path=path, line=line)
+    if len(problem.public) == 0:
+        raise RecordError(path, line, "public_test_cases", "no public tests: the multi-turn feedback needs them")
+    return tests_json(problem.public)
 
 
 def cobalt_prompt_fields(record: Any, *, path: str, line: int) -> tuple[str, list[dict], str, float, int]:
@@ -167,9 +191,12 @@ def build_split(kind: str, path: str | os.PathLike, split: str, *, data_source: 
     for line, record in items:
         report.records_read += 1
         try:
-            if kind == "single-turn":
+            public = None
+            if kind in ("single-turn", "multiturn"):
                 pid, messages, truth = single_turn_messages(record, path=str(path), line=line, template_dir=template_dir)
                 prev, turn = 0.0, 0
+                if kind == "multiturn":
+                    public = public_tests_json(record, path=str(path), line=line)
             else:
                 pid, messages, truth, prev, turn = cobalt_prompt_fields(record, path=str(path), line=line)
         except RecordError as exc:
@@ -181,7 +208,7 @@ def build_split(kind: str, path: str | os.PathLike, split: str, *, data_source: 
             continue
         lengths.append(n_tokens)
         rows.append(verl_row(data_source=data_source, messages=messages, ground_truth=truth, split=split,
-                             index=len(rows), prev_best=prev, problem_id=pid, turn=turn))
+                             index=len(rows), prev_best=prev, problem_id=pid, turn=turn, public_tests=public))
     report.rows = len(rows)
     report.lengths = length_stats(lengths)
     return rows, report
@@ -213,7 +240,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of ``cobalt make-verl-data``."""
     parser.add_argument("--kind", choices=KINDS, required=True,
                         help="single-turn: rows from a problems file (system + instruction); "
-                        "cobalt: rows from `cobalt build-prompts` output (partial trajectories)")
+                        "cobalt: rows from `cobalt build-prompts` output (partial trajectories); "
+                        "multiturn: single-turn rows plus agent_name and extra_info.public_test_cases, "
+                        "for the online multi-turn baselines (GRPO-MT, VeRPO-MT)")
     parser.add_argument("--train", default=None,
                         help="training input (problems file, or build-prompts rows; JSONL, JSON or parquet)")
     parser.add_argument("--val", default=None,

@@ -5,14 +5,18 @@ ask ``cobalt train-config RUN --print-overrides`` for the list and pass it to
 ``python -m verl.trainer.main_ppo``; tests compose the same list with verl's
 own config files and check the values.
 
-Three runs:
+Five runs:
 
 - ``single-turn``: single-turn GRPO fine-tuning (the paper's "FT" models),
   prompts of at most 2,048 tokens, 4 epochs;
 - ``cobalt``: contextual bandit learning on partial-trajectory prompts of at
   most 10,240 tokens, 2 epochs;
 - ``cobalt-perturbed``: Cobalt with perturbation-augmented trajectories in the
-  training data; same settings, its own data files.
+  training data; same settings, its own data files;
+- ``grpo-mt`` / ``verpo-mt``: the online multi-turn baselines (docs/BASELINES.md):
+  the same settings, prompts of at most 2,048 tokens (the problem), a
+  trajectory budget of :data:`MULTITURN_RESPONSE_LENGTH` tokens, verl's agent
+  loop ``cobalt.verl_plugin.agent_loop`` with T = 2 repair turns, 2 epochs.
 
 Where the pinned verl's defaults differ from the paper's run (or could change
 under it), the value is set here explicitly; docs/TRAINING.md lists them.
@@ -37,6 +41,13 @@ REWARD_FN_PATH = "pkg://cobalt.verl_plugin.reward"
 REWARD_MANAGER_PATH = "pkg://cobalt.verl_plugin.reward_manager"
 REWARD_MANAGER_CLASS = "CobaltRewardManager"
 MAX_RESPONSE_LENGTH = 6144
+DEFAULT_REPAIR_TURNS = 2
+"""T of the multi-turn baselines: repair turns after the first answer (3 programs, as the paper's training data)."""
+FEEDBACK_TOKEN_ALLOWANCE = 1024
+"""Tokens reserved per feedback turn in a multi-turn trajectory's response budget."""
+MULTITURN_RESPONSE_LENGTH = (DEFAULT_REPAIR_TURNS + 1) * MAX_RESPONSE_LENGTH + DEFAULT_REPAIR_TURNS * FEEDBACK_TOKEN_ALLOWANCE
+"""Whole-trajectory budget of GRPO-MT / VeRPO-MT: every response may use the per-turn cap of 6,144."""
+AGENT_LOOPS_DIR = Path(__file__).resolve().parent / "agent_loops"
 
 
 @dataclass(frozen=True)
@@ -49,6 +60,10 @@ class RunSpec:
     total_epochs: int
     data_subdir: str
     """Folder under the data directory with train.parquet and val.parquet."""
+    max_response_length: int = MAX_RESPONSE_LENGTH
+    """Response tokens per row (for a multi-turn trajectory: all responses and feedback turns)."""
+    agent_loop: str | None = None
+    """YAML file in ``agent_loops/`` registering the multi-turn agent loop (None: verl's single-turn loop)."""
 
 
 RUNS: dict[str, RunSpec] = {
@@ -63,6 +78,10 @@ RUNS: dict[str, RunSpec] = {
             2,
             "cobalt_perturbed",
         ),
+        RunSpec("grpo-mt", "GRPO-MT: online multi-turn GRPO (Cobalt's reward on the final program)", 2048, 2,
+                "multiturn", MULTITURN_RESPONSE_LENGTH, "grpo_mt.yaml"),
+        RunSpec("verpo-mt", "VeRPO-MT: online multi-turn GRPO with VeRPO's dense reward", 2048, 2,
+                "multiturn", MULTITURN_RESPONSE_LENGTH, "verpo_mt.yaml"),
     )
 }
 
@@ -140,8 +159,24 @@ def build_overrides(run: str, settings: RunSettings | None = None) -> list[str]:
     val = _abs(s.val_files or str(data / "val.parquet"))
     experiment = _experiment_name(spec, s)
     output_dir = _abs(s.output_dir or str(Path("outputs") / experiment))
-    seq_len = spec.max_prompt_length + MAX_RESPONSE_LENGTH
+    seq_len = spec.max_prompt_length + spec.max_response_length
     token_budget = max(seq_len, 16384)
+    return [*_common_overrides(spec, s, train, val, experiment, output_dir, token_budget), *_agent_overrides(spec)]
+
+
+def _agent_overrides(spec: RunSpec) -> list[str]:
+    """The multi-turn agent loop of GRPO-MT / VeRPO-MT (nothing for single-turn runs)."""
+    if spec.agent_loop is None:
+        return []
+    return [
+        f"actor_rollout_ref.rollout.agent.agent_loop_config_path={_hydra_value(str(AGENT_LOOPS_DIR / spec.agent_loop))}",
+        "actor_rollout_ref.rollout.multi_turn.enable=True",
+        f"actor_rollout_ref.rollout.multi_turn.max_assistant_turns={DEFAULT_REPAIR_TURNS + 1}",
+    ]
+
+
+def _common_overrides(spec: RunSpec, s: RunSettings, train: str, val: str, experiment: str, output_dir: str,
+                      token_budget: int) -> list[str]:
     return [
         # algorithm: GRPO, no KL in the reward (the KL term is in the loss)
         "algorithm.adv_estimator=grpo",
@@ -154,7 +189,7 @@ def build_overrides(run: str, settings: RunSettings | None = None) -> list[str]:
         "data.reward_fn_key=data_source",
         "data.train_batch_size=128",
         f"data.max_prompt_length={spec.max_prompt_length}",
-        f"data.max_response_length={MAX_RESPONSE_LENGTH}",
+        f"data.max_response_length={spec.max_response_length}",
         "data.filter_overlong_prompts=True",
         "data.truncation=error",
         "data.shuffle=True",
