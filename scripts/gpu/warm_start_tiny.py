@@ -94,6 +94,7 @@ def problems_record(problem, n_public: int = 4) -> dict:
         "source": "leetcode",
         "public_test_cases": tests_json(tests.subset(range(k))),
         "hidden_test_cases": tests_json(tests.subset(range(k, len(tests)))),
+        "test_cases": tests_json(tests),
     }
 
 
