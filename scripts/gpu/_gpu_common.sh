@@ -95,8 +95,14 @@ delete_app() {
     "$PYTHON" -c "import ray; from ray import serve; ray.init(address='auto', logging_level='ERROR'); serve.delete('$1')" || true
 }
 
-# The evaluator app ("evaluator", route /evaluator) with $1 replicas of one CPU.
+# app_running NAME: exit 0 when the Ray Serve application NAME is RUNNING now.
+app_running() {
+    "$PYTHON" -c "import sys, ray; from ray import serve; ray.init(address='auto', logging_level='ERROR'); a = serve.status().applications.get('$1'); sys.exit(0 if a is not None and str(a.status).endswith('RUNNING') else 1)" 2>/dev/null
+}
+
+# The evaluator app ("evaluator", route /evaluator) with $1 replicas of one CPU, unless it runs.
 start_evaluator() {
+    if app_running evaluator; then echo "evaluator app already running"; return 0; fi
     cobalt serve --address auto --detach --replicas "$1"
     wait_app evaluator 300
 }

@@ -50,6 +50,7 @@ do_serve() {
     mkdir -p "$RUN_DIR"
     ensure_ray
     start_evaluator "$EVALUATOR_REPLICAS"
+    if app_running vllm_actor; then echo "vllm_actor already running"; return 0; fi
     [[ -f vllm_engine_actor.py ]] || { echo "TODO(engines): vllm_engine_actor.py is not in the repository yet"; return 1; }
     # TODO(engines): the variable names the deployment reads (model, replicas, TP, memory share)
     # are assumed here; match them to vllm_engine_actor.py / cobalt.engines once it lands.
@@ -62,6 +63,7 @@ do_serve() {
 
 do_rollout() {
     local model; model="$(model_dir)"
+    do_serve   # a no-op when the apps run already (a later call starts them again)
     mkdir -p "$RUN_DIR"
     rm -f "$RUN_DIR"/records.jsonl* "$RUN_DIR"/evaluated.jsonl*
     local start=$SECONDS
@@ -78,7 +80,9 @@ do_rollout() {
 
 do_bench_rollout() {
     # The in-process engine needs the GPU memory the Ray Serve replica holds.
-    delete_app vllm_actor
+    ensure_ray
+    start_evaluator "$EVALUATOR_REPLICAS"
+    app_running vllm_actor && delete_app vllm_actor
     [[ -f benchmarks/bench_rollout.py ]] || { echo "TODO(rollout): benchmarks/bench_rollout.py is not in the repository yet"; return 1; }
     # TODO(rollout): flag names assumed; match them to benchmarks/bench_rollout.py once it lands.
     t "$PYTHON" benchmarks/bench_rollout.py --engine vllm --model "$(model_dir)" \
@@ -88,6 +92,8 @@ do_bench_rollout() {
 
 do_bench_grpo() {
     [[ -f benchmarks/bench_grpo_batch.py ]] || { echo "TODO(exec): benchmarks/bench_grpo_batch.py is not in the repository yet"; return 1; }
+    ensure_ray
+    start_evaluator "$EVALUATOR_REPLICAS"
     # TODO(exec): flag names assumed; match them to benchmarks/bench_grpo_batch.py once it lands.
     t "$PYTHON" benchmarks/bench_grpo_batch.py --responses "$GRPO_RESPONSES" --tests 20 \
         --evaluator ray --ray-address auto --replicas "$EVALUATOR_REPLICAS"

@@ -65,6 +65,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=4, help="examples per step")
     p.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (AdamW, linear warm-up, cosine decay)")
     p.add_argument("--device", default="auto", help="cpu, cuda or auto")
+    p.add_argument("--save-dtype", choices=("bfloat16", "float32"), default="bfloat16",
+                   help="dtype of the saved weights (training runs in float32); vLLM's attention kernels need 16 bits")
     p.add_argument("--seed", type=int, default=0, help="seed of data order, weights and sampling")
     p.add_argument("--sample", type=int, default=4, help="samples per problem after training (0: none)")
     p.add_argument("--sample-problems", type=int, default=8, help="problems to sample from after training")
@@ -248,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         build_tiny_qwen3(base, tokenizer_dir=args.tokenizer, hidden_size=args.hidden_size, layers=args.layers,
                          seed=args.seed)
     tokenizer = AutoTokenizer.from_pretrained(base)
-    model = AutoModelForCausalLM.from_pretrained(base, torch_dtype=torch.float32).to(device)
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32).to(device)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
     examples = build_examples(tokenizer, shipped_problems(), args.max_prompt_tokens)[: args.problems]
@@ -262,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     train_s = time.monotonic() - start
 
     out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(out))
+    model.to(getattr(torch, args.save_dtype)).save_pretrained(str(out))
+    model.float()
     tokenizer.save_pretrained(str(out))
     problems_out = Path(args.problems_out) if args.problems_out else out / "problems.jsonl"
     problems_out.parent.mkdir(parents=True, exist_ok=True)
