@@ -16,6 +16,9 @@
 #   --requirements F    the pins, one NAME==VERSION a line [scripts/gpu/requirements-gpu.txt]
 #   --no-project        leave out Cobalt's own wheel (`pip wheel --no-deps .`)
 #   --no-deb            leave out Debian's bubblewrap .deb (the sandbox's one binary)
+#   --image-packages F  names of the packages the target image holds, one a line; then the
+#                       requirements of the wheels that neither the wheelhouse nor the image
+#                       satisfy are listed (a warning: some are optional or imported lazily)
 #
 # Every wheel is fetched with `pip download --no-deps --only-binary=:all:` so that nothing the
 # target image already holds (torch, CUDA libraries, numpy) is pulled in; the pins list the
@@ -35,6 +38,7 @@ TORCH=2.11.0
 REQS="$REPO_ROOT/scripts/gpu/requirements-gpu.txt"
 WITH_PROJECT=1
 WITH_DEB=1
+IMAGE_PACKAGES=""
 # Published only as source archives: built here, must give a pure-Python wheel.
 SDIST_ONLY=(antlr4-python3-runtime)
 
@@ -48,6 +52,7 @@ while [[ $# -gt 0 ]]; do
         --requirements) REQS="$2"; shift 2 ;;
         --no-project) WITH_PROJECT=0; shift ;;
         --no-deb) WITH_DEB=0; shift ;;
+        --image-packages) IMAGE_PACKAGES="$2"; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "build_wheelhouse: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -58,7 +63,8 @@ done
 if [[ -z "${PYTHON:-}" ]]; then
     if [[ -x "$REPO_ROOT/.venv/bin/python" ]]; then PYTHON="$REPO_ROOT/.venv/bin/python"; else PYTHON=python3; fi
 fi
-pip_() { "$PYTHON" -m pip "$@"; }
+# pip, without the noise of index folders configured on this machine that lack a package.
+pip_() { "$PYTHON" -m pip "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2); }
 
 normalize() { tr 'A-Z_.' 'a-z--' <<< "$1"; }
 
@@ -156,6 +162,44 @@ if errors:
     sys.exit("build_wheelhouse: " + "\n  ".join(["check failed:"] + errors))
 print(f"build_wheelhouse: {len(pins)} pins matched, vLLM built for torch {torch_version}")
 PY
+
+if [[ -n "$IMAGE_PACKAGES" ]]; then
+    "$PYTHON" - "$DEST" "$IMAGE_PACKAGES" "$PYVER" "$ARCH" <<'PY'
+import re
+import sys
+import zipfile
+from pathlib import Path
+
+from packaging.requirements import Requirement
+
+dest, image_file, pyver, arch = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+
+
+def norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+image = {norm(line.strip()) for line in open(image_file) if line.strip() and not line.startswith("#")}
+ours = {norm(w.name.split("-")[0]): w for w in dest.glob("*.whl")}
+env = {"python_version": pyver, "python_full_version": pyver + ".0", "sys_platform": "linux",
+       "platform_system": "Linux", "platform_machine": arch, "implementation_name": "cpython",
+       "platform_python_implementation": "CPython", "os_name": "posix", "extra": ""}
+unmet: dict[str, list[str]] = {}
+for name, wheel in sorted(ours.items()):
+    with zipfile.ZipFile(wheel) as zf:
+        meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+        lines = zf.read(meta).decode(errors="replace").splitlines()
+    for line in lines:
+        if line.startswith("Requires-Dist:"):
+            req = Requirement(line.split(":", 1)[1].strip())
+            applies = req.marker is None or req.marker.evaluate(env)
+            if applies and norm(req.name) not in ours and norm(req.name) not in image:
+                unmet.setdefault(norm(req.name), []).append(name)
+for req, by in sorted(unmet.items()):
+    print(f"build_wheelhouse: WARNING: {req} (required by {', '.join(by)}) is neither in the wheelhouse nor in the image")
+print(f"build_wheelhouse: {len(unmet)} requirements unmet by the wheelhouse and the image")
+PY
+fi
 
 # Manifest: sha256 sums (sha256sum -c from inside DEST) and a table of what is there.
 (cd "$DEST" && find . -type f \( -name '*.whl' -o -name '*.deb' \) -printf '%P\n' | sort \

@@ -150,9 +150,12 @@ for module, dist in [("torch", "torch"), ("vllm", "vllm"), ("ray", "ray"), ("ray
         from importlib.metadata import version as dist_version
         version = dist_version(dist)
     print(f"  ok {module} {version} ({getattr(mod, '__file__', '')})")
-import torch
+try:
+    import torch
 
-print(f"  torch.cuda.is_available()={torch.cuda.is_available()} devices={torch.cuda.device_count()}")
+    print(f"  torch.cuda.is_available()={torch.cuda.is_available()} devices={torch.cuda.device_count()}")
+except ImportError:
+    pass
 sys.exit(f"install_wheelhouse: imports failed: {failed}" if failed else 0)
 PY
 }
@@ -171,7 +174,7 @@ case "$cmd" in
         echo "install_wheelhouse: pip install of ${#wheels[@]} wheels into $TARGET"
         start=$SECONDS
         "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-            --disable-pip-version-check --target "$TARGET" "${wheels[@]}"
+            --disable-pip-version-check --root-user-action=ignore --target "$TARGET" "${wheels[@]}"
         echo "install_wheelhouse: pip took $((SECONDS - start)) s"
         mkdir -p "$DEB_ROOT"
         for deb in "${debs[@]}"; do

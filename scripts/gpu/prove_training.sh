@@ -60,12 +60,12 @@ do_data() {
     tcobalt make-verl-data --kind single-turn --train "$problems" --val "$problems" \
         --out-dir "$DATA/single_turn" --tokenizer "$(model_dir)" --no-progress
     local records="$WORK/inference/records.jsonl"
-    [[ -s "$records" ]] || { mkdir -p "$WORK/rollouts"; records="$WORK/rollouts/records.jsonl"; rollout_records "$problems" "$records"; }
-    if ! cobalt_rows cobalt "$records"; then
+    mkdir -p "$WORK/rollouts"
+    [[ -s "$records" ]] || records="$WORK/rollouts/records.jsonl"
+    if ! { rollout_records "$problems" "$records" && cobalt_rows cobalt "$records"; }; then
         echo "FALLBACK: no Cobalt rows from build-prompts; the cobalt runs train on the single-turn rows"
         mkdir -p "$DATA/cobalt" && cp "$DATA/single_turn"/*.parquet "$DATA/cobalt/"
     fi
-    mkdir -p "$WORK/rollouts"
     if tcobalt perturb --input "$problems" --output "$WORK/rollouts/perturbed_problems.jsonl" --no-progress \
         && rollout_records "$WORK/rollouts/perturbed_problems.jsonl" "$WORK/rollouts/perturbed_records.jsonl" \
         && cobalt_rows cobalt_perturbed "$records" "$WORK/rollouts/perturbed_records.jsonl"; then
@@ -108,6 +108,7 @@ for line in open(sys.argv[1], errors="replace"):
     if not m:
         continue
     fields = dict(kv.split(":", 1) for kv in m.group(2).strip().split(" - ") if ":" in kv)
+    fields = {k: re.sub(r"^np\.\w+\((.*)\)$", r"\1", v.strip()) for k, v in fields.items()}
     shown = {k: v for k, v in fields.items() if keep.search(k)}
     print(f"  step {m.group(1)}: " + ", ".join(f"{k}={float(v):.4g}" if re.fullmatch(r"[-+0-9.eE]+|nan|inf", v) else f"{k}={v}"
                                       for k, v in sorted(shown.items())))
