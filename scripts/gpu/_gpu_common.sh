@@ -114,7 +114,7 @@ ensure_model() {
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
     t "$PYTHON" scripts/gpu/warm_start_tiny.py --out "$WARM_DIR" --tokenizer "$COBALT_QWEN3_TOKENIZER" \
         --hidden-size "$TINY_HIDDEN" --layers "$TINY_LAYERS" --steps "$WARM_STEPS" --batch-size 8 \
-        --problems 16 --device cuda --sample 8 --sample-problems 16 --max-new-tokens 512
+        --problems 16 --device cuda --sample 8 --sample-problems 8 --max-new-tokens 512
 }
 model_dir() { echo "${MODEL:-$WARM_DIR}"; }
 
