@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# The training proof on one GPU (issue 15), after install_wheelhouse.sh install. A GPU call may
+# run 10 minutes, so the steps are chosen per call (see docs/GPU.md for the planned split).
+#
+# Usage: bash scripts/gpu/prove_training.sh STEP [STEP ...]
+#   data       the warm-started tiny model (as prove_inference.sh), then veRL parquet files:
+#              single-turn rows from its 16 LeetCode problems; Cobalt rows from `cobalt
+#              build-prompts` over multi-turn rollouts of that model (those of prove_inference.sh
+#              when present); perturbed rows from the same over rollouts on `cobalt perturb`ed tests
+#   cobalt     scripts/train_cobalt.sh, 2 steps, validation and a checkpoint at step 2
+#   resume     scripts/train_cobalt.sh again with 3 steps: resumes from step 2, runs step 3
+#   single     scripts/train_grpo_single_turn.sh, 1 step
+#   perturbed  scripts/train_cobalt_perturbed.sh, 1 step
+#   merge      verl's model merger: the latest Cobalt checkpoint -> a Hugging Face folder
+#   compare    cobalt rollout, eval and report on the base (warm-started) and trained models
+# Every training run uses the tiny-size example scripts/gpu/tiny_overrides.sh. After each run
+# the per-step metrics that show learning (advantages, gradient norm, reward components,
+# responses judged, phase timings) are pulled from verl's console log into summary.log.
+#
+# Variables: those of scripts/gpu/_gpu_common.sh (OUT, WORK, ENV_FILE, MODEL, ...) and
+#   ROLLOUT_ENGINE   cobalt's in-process vLLM engine name for data/compare rollouts [vllm]
+#   EXTRA_OVERRIDES  more Hydra overrides for every training run (space-separated) []
+# Logs in $OUT: summary.log, train_cobalt.log, train_resume.log, train_single.log,
+# train_perturbed.log, compare.log (data, merge, compare), results.tar.gz, ray_logs.tar.gz on failure.
+set -eo pipefail
+# shellcheck source=scripts/gpu/_gpu_common.sh
+source "$(dirname -- "${BASH_SOURCE[0]}")/_gpu_common.sh"
+# shellcheck source=scripts/gpu/tiny_overrides.sh
+source "$REPO_ROOT/scripts/gpu/tiny_overrides.sh"
+
+# TODO(engines): "vllm" is issue 12's name of the in-process vLLM engine; check it once it lands.
+ROLLOUT_ENGINE="${ROLLOUT_ENGINE:-vllm}"
+read -r -a MORE <<< "${EXTRA_OVERRIDES:-}"
+DATA="$WORK/verl"
+RUNS="$WORK/runs"
+[[ $# -gt 0 ]] || { sed -n '2,/^set -eo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2; }
+
+# rollout_records PROBLEMS OUT_JSONL: 4 samples x 2 repair turns, in-process vLLM, embedded evaluator.
+rollout_records() {
+    [[ -s "$2" ]] && { echo "rollout: $2 exists, reused"; return 0; }
+    tcobalt rollout --engine "$ROLLOUT_ENGINE" --model "$(model_dir)" --input "$1" --samples 4 --turns 2 \
+        --max-tokens 512 --temperature 1.0 --seed 0 --evaluator embedded --output "$2" --no-progress
+}
+
+# cobalt_rows RECORDS... -> $DATA/<sub>/{train,val}.parquet via build-prompts + make-verl-data.
+cobalt_rows() {
+    local sub="$1"; shift
+    local dir="$WORK/prompts/$sub"
+    mkdir -p "$dir"
+    cat "$@" > "$dir/records.jsonl"
+    tcobalt build-prompts --input "$dir/records.jsonl" --output "$dir/train.jsonl" --model-name "$(model_dir)" --no-progress
+    tcobalt build-prompts --input "$dir/records.jsonl" --output "$dir/val.jsonl" --model-name "$(model_dir)" --is-test --no-progress
+    tcobalt make-verl-data --kind cobalt --train "$dir/train.jsonl" --val "$dir/val.jsonl" \
+        --out-dir "$DATA/$sub" --tokenizer "$(model_dir)" --no-progress
+}
+
+do_data() {
+    ensure_model
+    local problems="$WARM_DIR/problems.jsonl"
+    tcobalt make-verl-data --kind single-turn --train "$problems" --val "$problems" \
+        --out-dir "$DATA/single_turn" --tokenizer "$(model_dir)" --no-progress
+    local records="$WORK/inference/records.jsonl"
+    mkdir -p "$WORK/rollouts"
+    [[ -s "$records" ]] || records="$WORK/rollouts/records.jsonl"
+    if ! { rollout_records "$problems" "$records" && cobalt_rows cobalt "$records"; }; then
+        echo "FALLBACK: no Cobalt rows from build-prompts; the cobalt runs train on the single-turn rows"
+        mkdir -p "$DATA/cobalt" && cp "$DATA/single_turn"/*.parquet "$DATA/cobalt/"
+    fi
+    if tcobalt perturb --input "$problems" --output "$WORK/rollouts/perturbed_problems.jsonl" --no-progress \
+        && rollout_records "$WORK/rollouts/perturbed_problems.jsonl" "$WORK/rollouts/perturbed_records.jsonl" \
+        && cobalt_rows cobalt_perturbed "$records" "$WORK/rollouts/perturbed_records.jsonl"; then
+        echo "perturbed rows: trajectories on original and perturbed public tests"
+    else
+        echo "FALLBACK: no perturbed rows; the perturbed run trains on the Cobalt rows"
+        mkdir -p "$DATA/cobalt_perturbed" && cp "$DATA/cobalt"/*.parquet "$DATA/cobalt_perturbed/"
+    fi
+    "$PYTHON" - "$DATA" <<'PY'
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+for f in sorted(Path(sys.argv[1]).glob("*/*.parquet")):
+    print(f"data: {f.parent.name}/{f.name}: {pq.read_metadata(f).num_rows} rows")
+PY
+}
+
+# train SCRIPT RUN_DIR_NAME STEPS [OVERRIDES...]: one training run with the tiny overrides.
+train() {
+    local script="$1" name="$2" steps="$3"; shift 3
+    stop_ray   # the launcher starts its own Ray head and evaluator app
+    MODEL="$(model_dir)" DATA_DIR="$DATA" OUTPUT_DIR="$RUNS/$name" EXPERIMENT_NAME="$name" \
+        t bash "$script" "${TINY_OVERRIDES[@]}" trainer.total_training_steps="$steps" \
+        trainer.project_name=cobalt-gpu "$@" "${MORE[@]}"
+}
+
+# Per-step metrics of verl's console logger ("step:N - key:value - ...") that show learning.
+metrics() {
+    "$PYTHON" - "$OUT/$1" <<'PY' | tee -a "$OUT/summary.log"
+import re
+import sys
+
+keep = re.compile(r"(grad_norm|advantages/(mean|max|min)|critic/score/(mean|max|min)|critic/rewards/mean|"
+                  r"correctness|improvement|format|n_tests|has_code|reward_failed|acc/mean|pg_loss|"
+                  r"response_length/mean|^timing_s/|^perf/(time_per_step|throughput))")
+for line in open(sys.argv[1], errors="replace"):
+    m = re.search(r"\bstep:(\d+) - (.*)", line)
+    if not m:
+        continue
+    fields = dict(kv.split(":", 1) for kv in m.group(2).strip().split(" - ") if ":" in kv)
+    fields = {k: re.sub(r"^np\.\w+\((.*)\)$", r"\1", v.strip()) for k, v in fields.items()}
+    shown = {k: v for k, v in fields.items() if keep.search(k)}
+    print(f"  step {m.group(1)}: " + ", ".join(f"{k}={float(v):.4g}" if re.fullmatch(r"[-+0-9.eE]+|nan|inf", v) else f"{k}={v}"
+                                      for k, v in sorted(shown.items())))
+PY
+}
+
+do_cobalt() { train scripts/train_cobalt.sh cobalt 2; }
+do_resume() {
+    ls "$RUNS/cobalt/checkpoints" || { echo "no checkpoint to resume from: run the step 'cobalt' first"; return 1; }
+    train scripts/train_cobalt.sh cobalt 3 trainer.resume_mode=auto
+    cat "$RUNS/cobalt/checkpoints/latest_checkpointed_iteration.txt"
+}
+do_single() { train scripts/train_grpo_single_turn.sh single-turn 1 trainer.test_freq=1 trainer.save_freq=-1; }
+do_perturbed() { train scripts/train_cobalt_perturbed.sh cobalt-perturbed 1 trainer.test_freq=1 trainer.save_freq=-1; }
+
+do_merge() {
+    local ckpt="$RUNS/cobalt/checkpoints"
+    local step; step="$(cat "$ckpt/latest_checkpointed_iteration.txt")"
+    rm -rf "$WORK/trained"
+    t "$PYTHON" -m verl.model_merger merge --backend fsdp --local_dir "$ckpt/global_step_$step/actor" \
+        --target_dir "$WORK/trained"
+    for f in tokenizer.json tokenizer_config.json vocab.json merges.txt generation_config.json; do
+        [[ -f "$WORK/trained/$f" || ! -f "$(model_dir)/$f" ]] || cp "$(model_dir)/$f" "$WORK/trained/"
+    done
+    echo "merged global_step_$step into $WORK/trained: $(ls "$WORK/trained" | tr '\n' ' ')"
+}
+
+do_compare() {
+    local dir="$WORK/compare" label model
+    mkdir -p "$dir"
+    for label in base trained; do
+        if [[ $label == base ]]; then model="$(model_dir)"; else model="$WORK/trained"; fi
+        rm -f "$dir/$label".*
+        tcobalt rollout --engine "$ROLLOUT_ENGINE" --model "$model" --input "$WARM_DIR/problems.jsonl" --limit 8 \
+            --samples 4 --turns 2 --max-tokens 512 --seed 0 --evaluator embedded --output "$dir/$label.jsonl" --no-progress
+        tcobalt eval --input "$dir/$label.jsonl" --output "$dir/$label.evaluated.jsonl" --no-progress
+    done
+    tcobalt report "$dir/base.evaluated.jsonl" "$dir/trained.evaluated.jsonl" --labels base trained \
+        --out-dir "$dir/report" --note "tiny Qwen3 (hidden $TINY_HIDDEN, $TINY_LAYERS layers): warm-started vs after GRPO (Cobalt, 3 steps)"
+    cat "$dir/report/pass_at_1.md"
+}
+
+for s in "$@"; do
+    case "$s" in
+        data) step data compare.log do_data ;;
+        cobalt) step cobalt train_cobalt.log do_cobalt; metrics train_cobalt.log ;;
+        resume) step resume train_resume.log do_resume; metrics train_resume.log ;;
+        single) step single train_single.log do_single; metrics train_single.log ;;
+        perturbed) step perturbed train_perturbed.log do_perturbed; metrics train_perturbed.log ;;
+        merge) step merge compare.log do_merge ;;
+        compare) step compare compare.log do_compare ;;
+        *) echo "prove_training: unknown step '$s'" >&2; exit 2 ;;
+    esac
+done
+tar -C "$WORK" -czf "$OUT/results.tar.gz" --exclude='*.safetensors' --exclude='*.pt' --exclude='_base' \
+    tiny-warm/warm_start.json verl prompts compare $(cd "$WORK" && ls -d runs/*/train_config.json runs/*/validation 2>/dev/null) \
+    2>/dev/null || true
+failed=0
+grep -q 'rc=[1-9]' "$OUT/summary.log" && { failed=1; pack_ray_logs; }
+cat "$OUT/summary.log"
+exit "$failed"
