@@ -24,7 +24,10 @@ test knows every answer in advance:
   (:attr:`OpenAIServer.peak_in_flight`).
 
 Routes: ``POST /v1/chat/completions`` (and ``/chat/completions``),
-``GET /v1/models``. No streaming.
+``GET /v1/models``, and AWS Bedrock's ``POST /model/<model id>/converse``
+(Converse wire format, one choice per request, the same responder, limits and
+faults; the SigV4 ``Authorization`` header is recorded, not checked, so tests
+verify it themselves). No streaming.
 """
 from __future__ import annotations
 
@@ -239,33 +242,64 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             body = None
         self._record(body, raw)
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        converse = self.path.startswith("/model/") and self.path.rstrip("/").endswith("/converse")
+        if not converse and not self.path.rstrip("/").endswith("/chat/completions"):
             self._send_json(404, _error_body(404, f"no route {self.path}"))
             return
         self.owner._enter()
         try:
-            self._chat(body)
+            self._converse(body) if converse else self._chat(body)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeout): nothing to answer
         finally:
             self.owner._leave()
 
-    def _chat(self, body: Any) -> None:
+    def _scripted_fault(self) -> bool:
+        """Apply the server-wide delay and the next scripted fault; True when the request is answered."""
         owner = self.owner
         if owner.delay:
             owner._stopping.wait(owner.delay)
         fault = owner._next_fault()
         if fault is not None and fault.kind == "slow":
             if owner._stopping.wait(fault.seconds):
-                return
+                return True
         if fault is not None and fault.kind == "drop":
             self.close_connection = True
             self.connection.close()
-            return
+            return True
         if fault is not None and fault.kind == "status":
             headers = {} if fault.retry_after is None else {"Retry-After": str(fault.retry_after)}
             self._send_json(fault.status, _error_body(fault.status, fault.message or f"scripted error {fault.status}"),
                             headers)
+            return True
+        return False
+
+    def _converse(self, body: Any) -> None:
+        """Bedrock Converse: ``{"messages": [{"role", "content": [{"text"}]}], "system", "inferenceConfig"}``."""
+        if self._scripted_fault():
+            return
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            self._send_json(400, {"message": "body must be a JSON object with 'messages'"})
+            return
+        messages = [{"role": "system", "content": " ".join(b.get("text", "") for b in body.get("system") or [])}
+                    ] if body.get("system") else []
+        for m in body["messages"]:
+            messages.append({"role": m.get("role"), "content": "".join(b.get("text", "") for b in m.get("content") or [])})
+        config = body.get("inferenceConfig") or {}
+        text, finish = _apply_limits(self.owner._reply_texts(messages, 1)[0], list(config.get("stopSequences") or []),
+                                     config.get("maxTokens"))
+        prompt_tokens = sum(count_words(m["content"]) for m in messages)
+        out_tokens = count_words(text)
+        self._send_json(200, {
+            "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+            "stopReason": "max_tokens" if finish == "length" else "end_turn",
+            "usage": {"inputTokens": prompt_tokens, "outputTokens": out_tokens, "totalTokens": prompt_tokens + out_tokens},
+            "metrics": {"latencyMs": 1},
+        })
+
+    def _chat(self, body: Any) -> None:
+        owner = self.owner
+        if self._scripted_fault():
             return
         if not self._authorised():
             return

@@ -19,6 +19,7 @@ from cobalt.engines.base import (  # noqa: F401
 
 # The built-in backends, imported only when chosen.
 register_engine("openai", "cobalt.engines.openai_engine:create")
+register_engine("litellm", "cobalt.engines.litellm_engine:create")
 register_engine("transformers", "cobalt.engines.hf_engine:create")
 register_engine("vllm", "cobalt.engines.vllm_engine:create")
 register_engine("vllm-serve", "cobalt.engines.vllm_serve:create_serve_engine")

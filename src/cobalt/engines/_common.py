@@ -10,7 +10,7 @@ import re
 from typing import Any, Awaitable, Iterable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
-from cobalt.engines.base import SamplingParams
+from cobalt.engines.base import Completion, SamplingParams
 
 _STOP_REASONS = {"stop", "eos", "stop_sequence", "end_turn", "abort_stop", "tool_calls", "function_call"}
 _LENGTH_REASONS = {"length", "max_tokens", "max_completion_tokens", "model_length"}
@@ -139,3 +139,36 @@ def chat_prompt(tokenizer: Any, conversation: Sequence[Any], enable_thinking: bo
         kwargs["enable_thinking"] = bool(enable_thinking)
     return tokenizer.apply_chat_template([dict(m) for m in conversation], tokenize=False,
                                          add_generation_prompt=True, **kwargs)
+
+
+def completions_from_chat_response(resp: Any) -> list[Completion]:
+    """The completions of one OpenAI-format chat response (``openai`` or LiteLLM objects).
+
+    Per-choice token counts come from logprobs when given; otherwise, with several
+    choices, the response's total is apportioned by text length and marked
+    ``extra.completion_tokens_estimated``.
+    """
+    choices = sorted(resp.choices, key=lambda c: c.index)
+    usage = getattr(resp, "usage", None)
+    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+    total = int(getattr(usage, "completion_tokens", 0) or 0)
+    texts = [(c.message.content or "") if c.message is not None else "" for c in choices]
+    exact = [len(c.logprobs.content) if getattr(c, "logprobs", None) is not None and c.logprobs.content is not None
+             else None for c in choices]
+    estimated = len(choices) > 1 and any(e is None for e in exact)
+    counts = apportion(total, [len(t) for t in texts]) if estimated else (
+        [total] if len(choices) == 1 and exact[0] is None else [int(e or 0) for e in exact])
+    out = []
+    for choice, text, count in zip(choices, texts, counts):
+        extra: dict[str, Any] = {}
+        raw_reason = choice.finish_reason
+        if raw_reason not in ("stop", "length"):
+            extra["raw_finish_reason"] = raw_reason
+        reasoning = getattr(choice.message, "reasoning_content", None) or getattr(choice.message, "reasoning", None)
+        if reasoning:
+            extra["reasoning_content"] = reasoning
+        if estimated:
+            extra["completion_tokens_estimated"] = True
+        out.append(Completion(text=text, prompt_tokens=prompt_tokens, completion_tokens=count,
+                              finish_reason=normalise_finish_reason(raw_reason), extra=extra))
+    return out

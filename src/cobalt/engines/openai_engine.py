@@ -21,12 +21,11 @@ import os
 from typing import Any, Sequence
 
 from cobalt.engines._common import (
-    apportion,
     backoff_delay,
+    completions_from_chat_response,
     conversation_seed,
     first_line,
     gather_or_cancel,
-    normalise_finish_reason,
     public_url,
     redact,
     split_n,
@@ -215,7 +214,7 @@ class OpenAIEngine(Engine):
         responses = await gather_or_cancel(calls)
         out: list[Completion] = []
         for resp in responses:
-            out.extend(_completions(resp))
+            out.extend(completions_from_chat_response(resp))
         return out
 
     async def _client_create(self, **kwargs: Any) -> Any:
@@ -256,34 +255,6 @@ def _retry_after(exc: Any) -> float | None:
         return float(value) if value is not None else None
     except ValueError:
         return None
-
-
-def _completions(resp: Any) -> list[Completion]:
-    """Completions of one response; per-choice token counts from logprobs when given, else apportioned."""
-    choices = sorted(resp.choices, key=lambda c: c.index)
-    usage = getattr(resp, "usage", None)
-    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-    total = int(getattr(usage, "completion_tokens", 0) or 0)
-    texts = [(c.message.content or "") if c.message is not None else "" for c in choices]
-    exact = [len(c.logprobs.content) if getattr(c, "logprobs", None) is not None and c.logprobs.content is not None
-             else None for c in choices]
-    estimated = len(choices) > 1 and any(e is None for e in exact)
-    counts = apportion(total, [len(t) for t in texts]) if estimated else (
-        [total] if len(choices) == 1 and exact[0] is None else [int(e or 0) for e in exact])
-    out = []
-    for choice, text, count in zip(choices, texts, counts):
-        extra: dict[str, Any] = {}
-        raw_reason = choice.finish_reason
-        if raw_reason not in ("stop", "length"):
-            extra["raw_finish_reason"] = raw_reason
-        reasoning = getattr(choice.message, "reasoning_content", None) or getattr(choice.message, "reasoning", None)
-        if reasoning:
-            extra["reasoning_content"] = reasoning
-        if estimated:
-            extra["completion_tokens_estimated"] = True
-        out.append(Completion(text=text, prompt_tokens=prompt_tokens, completion_tokens=count,
-                              finish_reason=normalise_finish_reason(raw_reason), extra=extra))
-    return out
 
 
 def create(model: str, **options: Any) -> OpenAIEngine:
