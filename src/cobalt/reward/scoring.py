@@ -140,18 +140,19 @@ def evaluated_pass_rate(result: Any, n_tests: int, profile: str | Profile = "pap
     from ``n_tests``, or ``None`` when the evaluation raised or timed out): 0 in
     ``paper``; in ``cobalt`` the verdicts that came back, the missing ones failing.
     """
-    passing = tuple(getattr(result, "passing", ()) or ())
-    complete = result is not None and getattr(result, "error", None) is None and len(passing) == n_tests
-    if complete:
+    if result is None or n_tests <= 0:
+        return 0.0
+    passing = tuple(result.passing)
+    if result.error is None and len(passing) == n_tests:
         return sum(map(bool, passing)) / n_tests
-    if resolve_profile(profile) is Profile.PAPER or n_tests == 0:
+    if resolve_profile(profile) is Profile.PAPER:
         return 0.0
     return sum(map(bool, passing[:n_tests])) / n_tests
 
 
 def _failure(
     reason: str, *, is_val: bool, prev_best: float, has_code: bool, n_tests: int, where: str,
-    profile: str | Profile = "paper",
+    profile: str | Profile,
 ) -> dict:
     log.warning("reward: %s scores as failed: %s", where, reason)
     score = failure_score(is_val, profile)

@@ -116,7 +116,8 @@ async def test_malformed_ground_truth(client, leetcode_rows, caplog, ground_trut
                                          client=client, profile="cobalt")
     assert (out["score"], val["score"], val_cobalt["score"]) == (-1.0, -1.0, 0.0)
     assert out["eval_failed"] and out["reason"].startswith("malformed ground truth")
-    assert "row 17 of 'leetcode'" in caplog.text and "malformed ground truth" in caplog.text
+    assert (out["improvement"], out["format"], out["acc"], out["pass_rate"]) == (0.0, 0.0, 0.0, 0.0)
+    assert "reward: row 17 of 'leetcode' scores as failed: malformed ground truth" in caplog.text
 
 
 LOOP = "class Solution:\n    def minOperations(self, nums, k):\n        while True:\n            pass\n"
@@ -213,9 +214,10 @@ class _Counting:
             self.now -= 1
 
 
-async def test_concurrency_bound_holds(leetcode_rows, monkeypatch):
+@pytest.mark.parametrize("setting,bound", [("2", 2), ("0", 1)])  # at least one row runs
+async def test_concurrency_bound_holds(leetcode_rows, monkeypatch, setting, bound):
     """Issue 11: COBALT_REWARD_CONCURRENCY bounds the rows in flight (removing the semaphore fails this)."""
-    monkeypatch.setenv("COBALT_REWARD_CONCURRENCY", "2")
+    monkeypatch.setenv("COBALT_REWARD_CONCURRENCY", setting)
     monkeypatch.setattr(scoring, "_state", {"client": None, "sem": None, "loop": None})
     row = leetcode_rows[COLLECT]
     slow = row["prompt"] + row["completion"] + "\nimport time\ntime.sleep(0.3)\n"
@@ -225,7 +227,81 @@ async def test_concurrency_bound_holds(leetcode_rows, monkeypatch):
         *(compute_score("leetcode", with_code(row, slow), tests, None, client=counting) for _ in range(6))
     )
     assert [o["score"] for o in outs] == [1.0] * 6
-    assert counting.calls == 6 and counting.peak == 2
+    assert counting.calls == 6 and counting.peak == bound
+
+
+def test_a_new_event_loop_gets_a_new_semaphore(leetcode_rows, monkeypatch):
+    """Two asyncio.run batches in a row (as two verl steps in one worker may be): the bound is
+    rebuilt in each loop, so the second batch neither fails nor waits on the first loop's semaphore."""
+    monkeypatch.setenv("COBALT_REWARD_CONCURRENCY", "1")
+    monkeypatch.setattr(scoring, "_state", {"client": None, "sem": None, "loop": None})
+    row = leetcode_rows[COLLECT]
+    response = with_code(row, row["prompt"] + row["completion"])
+    tests = json.dumps(call_tests(row))
+
+    async def batch():
+        client = EvaluatorClient.embedded(max_concurrency=2)
+        outs = await asyncio.gather(*(compute_score("lc", response, tests, None, client=client) for _ in range(3)))
+        return [o["score"] for o in outs]
+
+    assert asyncio.run(batch()) == [1.0] * 3
+    assert asyncio.run(batch()) == [1.0] * 3
+
+
+def test_evaluated_pass_rate_by_hand():
+    from cobalt.execution.base import ExecutionResult
+
+    def res(passing, error=None):
+        n = len(passing)
+        return ExecutionResult(tuple(passing), ("",) * n, ("passed",) * n, (0.0,) * n, (0.0,) * n, error=error)
+
+    T, F = True, False
+    cases = [
+        # result, n_tests, paper, cobalt
+        (res([T, F, T, T]), 4, 0.75, 0.75),
+        (res([T, T, F], error="the program ran out of its budget"), 3, 0.0, 2 / 3),
+        (res([T, T]), 3, 0.0, 2 / 3),  # a verdict missing, no error text
+        (res([T, T, T, T]), 3, 0.0, 1.0),  # one verdict too many: only the first n count
+        (None, 3, 0.0, 0.0),  # the evaluation raised or timed out
+        (res([]), 0, 0.0, 0.0),
+    ]
+    for result, n, paper, cobalt in cases:
+        assert scoring.evaluated_pass_rate(result, n, "paper") == paper
+        assert scoring.evaluated_pass_rate(result, n, "cobalt") == pytest.approx(cobalt)
+
+
+@pytest.mark.parametrize("prev,ok", [(0.0, True), (1.0, True), (1.5, False), (-0.1, False)])
+async def test_prev_best_bounds(client, leetcode_rows, prev, ok):
+    response = leetcode_rows[COLLECT]["response"].split("```python")[0]  # no code: nothing runs
+    out = await compute_score("lc", response, json.dumps(call_tests(leetcode_rows[COLLECT])),
+                              {"prev_best_pass_rate": prev}, client=client)
+    assert out["reason"] == ("no code block" if ok else f"bad extra_info: extra_info.prev_best_pass_rate must be in [0, 1], got {prev!r}")
+
+
+async def test_result_dicts_by_hand(client, leetcode_rows):
+    row = leetcode_rows[COLLECT]
+    tests = json.dumps(call_tests(row))
+    no_code = await compute_score("lc", row["response"].split("```python")[0], tests, None, client=client)
+    assert no_code == {
+        "score": -1.0, "pass_rate": 0.0, "prev_best_pass_rate": 0.0, "correctness": -1.0, "improvement": 0.0,
+        "format": 0.0, "format_violation": "no code block", "think_tokens": -1, "answer_tokens": -1,
+        "explanation_tokens": -1, "keyword_bonus": 0.0, "is_val": False, "acc": 0.0, "has_code": False,
+        "n_tests": 3, "eval_failed": False, "reason": "no code block",
+    }
+    broken = await compute_score("lc", with_code(row, "print(1)"), "[1, 2]", {"prev_best_pass_rate": 0.5}, client=client)
+    assert broken == {
+        "score": -1.0, "pass_rate": 0.0, "prev_best_pass_rate": 0.5, "correctness": -1.0, "improvement": 0.0,
+        "format": 0.0, "format_violation": "", "think_tokens": -1, "answer_tokens": -1,
+        "explanation_tokens": -1, "keyword_bonus": 0.0, "is_val": False, "acc": 0.0, "has_code": False,
+        "n_tests": 0, "eval_failed": True,
+        "reason": "malformed ground truth: ground_truth: expected an object with 'inputs' and 'outputs', got list",
+    }
+    wrong = await compute_score("lc", with_code(row, _wrong(row, "return -1")), tests, None, client=client)
+    assert {k: wrong[k] for k in ("pass_rate", "acc", "has_code", "n_tests", "eval_failed", "reason",
+                                  "format_violation", "think_tokens", "correctness", "improvement")} == {
+        "pass_rate": 0.0, "acc": 0.0, "has_code": True, "n_tests": 3, "eval_failed": False, "reason": "",
+        "format_violation": "", "think_tokens": 98, "correctness": -0.1, "improvement": 0.0,
+    }
 
 
 async def test_batch_keeps_going_and_keys_are_uniform(leetcode_rows, monkeypatch):
