@@ -307,8 +307,12 @@ class Outcome:
 def _outputs_shown(result: ExecutionResult) -> list[str]:
     out = []
     for fb in result.feedback:
-        text = fb.split("Your output:\n", 1)[1] if "Your output:\n" in fb else ""
-        out.append(text.split("\nExpected output:", 1)[0].split("\nError:", 1)[0])
+        # Both profiles' layouts: "Program's Output:" (paper) or "Your output:" (cobalt).
+        label = next((lab for lab in ("Program's Output:\n", "Your output:\n") if lab in fb), None)
+        text = fb.split(label, 1)[1] if label else ""
+        for end in ("\nExpected output:", "\nExpected Output:", "\nError:", "\nStderr:"):
+            text = text.split(end, 1)[0]
+        out.append(text)
     return out
 
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from cobalt.execution.base import ExecOptions, Limits, Status, TestCaseError, TestCases
-from cobalt.execution.feedback import TRUNCATE_MARKER
+from cobalt.execution.feedback import PAPER_TRUNCATE_MARKER, TRUNCATE_MARKER
 from cobalt.execution.local import LocalExecutor, lossy_program
 
 ADD = "a, b = map(int, input().split())\nprint(a + b)\n"
@@ -20,6 +20,8 @@ def test_verdicts_and_paper_result_shape(executor):
     d = res.to_dict()
     assert list(d)[:2] == ["passing", "feedback"]
     assert len(d["feedback"]) == 3 and abs(d["pass_rate"] - 2 / 3) < 1e-9
+    assert res.feedback[2] == "Input:\n5 5\nProgram's Output:\n10\nExpected Output:\n11"  # paper labels
+    res = executor.run_sync(ADD, TESTS, ExecOptions(profile="cobalt"))
     assert res.feedback[2] == "Input:\n5 5\nYour output:\n10\nExpected output:\n11"
 
 
@@ -37,7 +39,8 @@ def test_tolerant_mode_is_opt_in(executor):
 
 
 def test_runtime_error_feedback_starts_at_user_code(executor):
-    res = executor.run_sync("def f(x):\n    return 1 // x\nprint(f(int(input())))\n", TestCases(("0",), ("1",)))
+    res = executor.run_sync("def f(x):\n    return 1 // x\nprint(f(int(input())))\n", TestCases(("0",), ("1",)),
+                            ExecOptions(profile="cobalt"))
     assert res.status == ("runtime_error",)
     fb = res.feedback[0]
     assert "Error:\nTraceback (most recent call last):\n  File \"<solution>\", line 3" in fb
@@ -107,9 +110,11 @@ def test_memory_and_output_limits(executor):
 
 
 def test_feedback_truncated_to_head_and_tail(executor):
-    res = executor.run_sync("print('a' * 300 + 'b' * 300)", TestCases(("",), ("c",)))
+    res = executor.run_sync("print('a' * 300 + 'b' * 300)", TestCases(("",), ("c",)), ExecOptions(profile="cobalt"))
     fb = res.feedback[0]
     assert TRUNCATE_MARKER in fb and "a" * 200 + TRUNCATE_MARKER + "b" * 200 in fb
+    fb = executor.run_sync("print('a' * 300 + 'b' * 300)", TestCases(("",), ("c",))).feedback[0]
+    assert "a" * 200 + PAPER_TRUNCATE_MARKER + "b" * 200 in fb  # paper: the inline marker
 
 
 def test_call_based_global_function_and_solution_method(executor):
@@ -133,7 +138,7 @@ def test_lossy_mode_is_the_papers_driver(executor):
     tests = TestCases(("1 2",), ("3",), "add")
     # Arguments arrive as strings: '1' + '2' == '12'. That is why the mode is lossy.
     res = executor.run_sync(prog, tests, ExecOptions(call_mode="lossy"))
-    assert res.passing == (False,) and "Your output:\n12" in res.feedback[0]
+    assert res.passing == (False,) and "Program's Output:\n12" in res.feedback[0]
     assert executor.run_sync(prog, TestCases(("1\n2\n",), ("3",), "add")).passing == (True,)
 
 
