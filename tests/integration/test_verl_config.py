@@ -112,7 +112,13 @@ def test_verl_resolves_our_reward_function_and_manager(composed):
     fn = get_custom_reward_fn(cfg)
     assert fn is not None and fn.args[0] is reward.compute_score  # verl wraps it in a partial
     assert inspect.iscoroutinefunction(fn.func), "verl must await it, not run it in a thread"
-    assert OmegaConf.to_container(cfg.reward.reward_kwargs) == {"max_concurrent": 8, "timeout_s": 120.0}
+    # paper profile by default: no explicit timeout, so the manager waits its profile's 300 s
+    assert OmegaConf.to_container(cfg.reward.reward_kwargs) == {"max_concurrent": 8, "profile": "paper"}
+    assert cfg.ray_kwargs.ray_init.runtime_env.env_vars.COBALT_PROFILE == "paper"
+    from transformers import AutoTokenizer
+
+    manager = CobaltRewardManager(cfg, AutoTokenizer.from_pretrained(SHARED_DATA / "qwen3_tokenizer"))
+    assert (manager.profile.value, manager.timeout_s) == ("paper", 300.0)  # the original waited 300 s
 
 
 def test_settings_and_later_overrides_win(tmp_path):

@@ -14,6 +14,7 @@ import contextlib
 import os
 import sys
 
+from cobalt.profile import add_profile_argument, profile_from_args
 from cobalt.verl_plugin.runs import RUNS, RunSettings
 
 # Variables that verl's Ray workers need to see when they are set here.
@@ -46,7 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reward-max-concurrent", type=int, default=defaults.reward_max_concurrent,
                         help="evaluations in flight per reward worker")
     parser.add_argument("--reward-timeout-s", type=float, default=defaults.reward_timeout_s,
-                        help="seconds before a row's reward counts as failed (-1 in training)")
+                        help="seconds before a row's reward counts as failed (-1); default: the profile's "
+                        "(300 s under paper, as the original; 120 s under cobalt)")
     parser.add_argument("--evaluator", choices=("ray", "embedded"), default=defaults.evaluator,
                         help="COBALT_EVALUATOR given to verl's workers")
     parser.add_argument("--print-overrides", action="store_true",
@@ -54,6 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--save", default=None, metavar="PATH",
                         help="also write {run, overrides, config} as JSON to PATH (atomically)")
     parser.add_argument("--no-validate", action="store_true", help="skip verl's validate_config check")
+    add_profile_argument(parser)
 
 
 def settings_from_args(args: argparse.Namespace) -> RunSettings:
@@ -76,6 +79,7 @@ def settings_from_args(args: argparse.Namespace) -> RunSettings:
         reward_timeout_s=args.reward_timeout_s,
         evaluator=args.evaluator,
         worker_env=worker_env,
+        profile=str(profile_from_args(args)),
     )
 
 

@@ -116,7 +116,11 @@ class RunSettings:
     reward_workers: int = 8
     reward_max_concurrent: int = 8
     """Evaluations in flight per reward worker (8 x 8 = the paper's 64 at a time)."""
-    reward_timeout_s: float = 120.0
+    reward_timeout_s: float | None = None
+    """Seconds before a row's reward counts as failed; None: the profile's default in the
+    reward manager (300 s under ``paper``, as the original waited; 120 s under ``cobalt``)."""
+    profile: str = "paper"
+    """'paper' or 'cobalt' (docs/FIDELITY.md): given to the reward manager and the reward workers."""
     evaluator: str = "ray"
     """COBALT_EVALUATOR for the reward workers: 'ray' (the Serve app) or 'embedded'."""
     worker_env: dict[str, str] = field(default_factory=dict)
@@ -235,13 +239,15 @@ def _common_overrides(spec: RunSpec, s: RunSettings, train: str, val: str, exper
         f"reward.reward_manager.module.path={REWARD_MANAGER_PATH}",
         f"reward.num_workers={s.reward_workers}",
         f"+reward.reward_kwargs.max_concurrent={s.reward_max_concurrent}",
-        f"+reward.reward_kwargs.timeout_s={s.reward_timeout_s}",
+        f"+reward.reward_kwargs.profile={s.profile}",
+        *([f"+reward.reward_kwargs.timeout_s={s.reward_timeout_s}"] if s.reward_timeout_s is not None else []),
+        f"+ray_kwargs.ray_init.runtime_env.env_vars.COBALT_PROFILE={s.profile}",
         # verl's workers get their environment from Ray, not from this shell
         f"+ray_kwargs.ray_init.runtime_env.env_vars.COBALT_EVALUATOR={s.evaluator}",
         *(
             f"+ray_kwargs.ray_init.runtime_env.env_vars.{name}={_hydra_value(value)}"
             for name, value in sorted(s.worker_env.items())
-            if name != "COBALT_EVALUATOR"
+            if name not in ("COBALT_EVALUATOR", "COBALT_PROFILE")
         ),
         # trainer
         f"trainer.n_gpus_per_node={s.n_gpus_per_node}",
