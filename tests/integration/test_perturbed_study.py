@@ -126,7 +126,7 @@ def study(tmp_path_factory, leetcode_problems):
     assert cobalt_main(["hacking-report", "--input", str(judged), "--output-dir", str(report)]) == 0
     return dict(work=work, a=a, b=b, records={r["id"]: r for r in records}, perturbed=perturbed, programs=programs,
                 single=single, multi=multi, evaluated=evaluated, cases=cases, judged=judged, report=report,
-                judge_requests=judge_requests, modified=(m0, m1))
+                judge_requests=judge_requests, modified=(m0, m1), responder=responder)
 
 
 def _lines(path):
@@ -205,3 +205,27 @@ def test_build_prompts_on_perturbed_trajectories(study, shared_data):
     m0 = study["modified"][0]
     wrong_output = TestCases.from_obj(rec["public_test_cases"]).outputs[m0]
     assert wrong_output != original.outputs[study["perturbed"][a.task_id]["perturbed_public_source_indices"][m0]]
+
+
+def test_the_paper_scripts_on_a_perturbed_single_turn_output(study):
+    """Perturb the single-turn output, then the paper's run_multi_turn_vllm.py and eval_multi_turn.py on it as is."""
+    from cobalt.rollout.shims import main as shim_main
+
+    work, a = study["work"], study["a"]
+    ptb_single, multi = work / "single_ptb.jsonl", work / "multi_shim.jsonl"
+    assert cobalt_main(["perturb", "--input_file", str(study["single"]), "--output_file", str(ptb_single),
+                        "--no-progress"]) == 0
+    with OpenAIServer(responder=study["responder"]) as server:
+        assert shim_main("run_multi_turn_vllm", [
+            "--input_file", str(ptb_single), "--output_file", str(multi), "--model_name", "test-model",
+            "--engine", "openai", "--base-url", server.base_url, "--samples", "2", "--turns", "2",
+            "--no-progress", "--eval-concurrency", "2", "--max-retries", "0"]) == 0
+    out = {r["id"]: r for r in _lines(multi)}
+    assert all(r["public_test_set"] == "perturbed" for r in out.values())
+    assert all(t["rejudged"] for r in out.values() for s in r["samples"] for t in s["turns"][:1])
+    evaluated, cases = work / "eval_shim.jsonl", work / "cases_shim.jsonl"
+    assert shim_main("eval_multi_turn", ["--input_file", str(multi), "--output_file", str(evaluated),
+                                         "--no-progress", "--eval-concurrency", "2"]) == 0
+    assert cobalt_main(["extract-hacking", "--data", str(ptb_single), "--input", str(evaluated), "--output", str(cases),
+                        "--profile", "cobalt", "--no-progress"]) == 0
+    assert [c["id"] for c in _lines(cases)] == [f"{a.task_id}/s0/t1"]
