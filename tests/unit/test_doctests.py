@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import doctest
 import importlib
-import pkgutil
 from pathlib import Path
 
 import pytest

@@ -260,29 +260,23 @@ def _case_problem(case: Any, path: str, line: int) -> RecordError | None:
 
 
 def add_engine_flags(parser: argparse.ArgumentParser) -> None:
-    """The engine flags of ``cobalt judge`` (backend, model, endpoint, key, backend options)."""
-    group = parser.add_argument_group("engine")
-    group.add_argument("--engine", default=DEFAULT_ENGINE,
-                       help="engine backend registered in cobalt.engines (e.g. openai for OpenAI or any "
-                       "OpenAI-compatible server such as `vllm serve`)")
-    group.add_argument("--model", "--model_name", dest="model", required=True,
-                       help="model name for the backend (the paper: gpt-5-2025-08-07)")
-    group.add_argument("--base-url", default=None,
-                       help="endpoint of an OpenAI-compatible server (default: the backend's, or $OPENAI_BASE_URL)")
-    group.add_argument("--api-key", "--openai_api_key", dest="api_key", default=None,
-                       help="API key (default: $OPENAI_API_KEY); never written to outputs")
+    """The engine flags of ``cobalt judge``: the shared set of :mod:`cobalt.engines.cli`
+    (``--engine`` defaulting to openai, ``--model``, ``--base-url``, ``--api-key`` and the
+    paper's ``--openai_api_key`` ...), plus the paper's ``--model_name`` and ``--engine-option``."""
+    from cobalt.engines.cli import add_engine_arguments
+
+    add_engine_arguments(parser, default_engine=DEFAULT_ENGINE)
+    group = parser.add_argument_group("judge engine")
+    group.add_argument("--model_name", dest="model",
+                       help="the paper's flag: same as --model (the paper's judge: gpt-5-2025-08-07)")
     group.add_argument("--engine-option", action="append", default=[], metavar="KEY=VALUE",
                        help="extra backend option, VALUE parsed as JSON when it is JSON (repeatable), "
                        "e.g. max_tokens_field=max_completion_tokens")
 
 
 def engine_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The keyword options for :func:`cobalt.engines.create_engine` from the parsed flags."""
+    """The backend options of the ``--engine-option KEY=VALUE`` flags (VALUE parsed as JSON when it is JSON)."""
     options: dict[str, Any] = {}
-    if args.base_url:
-        options["base_url"] = args.base_url
-    if args.api_key:
-        options["api_key"] = args.api_key
     for item in args.engine_option:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
@@ -292,6 +286,26 @@ def engine_options(args: argparse.Namespace) -> dict[str, Any]:
         except json.JSONDecodeError:
             options[key.strip()] = value
     return options
+
+
+def _check_engine_options(name: str, options: Mapping[str, Any]) -> None:
+    # engine_from_args leaves out options a backend does not take; an --engine-option the
+    # user typed must not vanish silently, so name it here.
+    import importlib
+
+    from cobalt.engines.base import ENGINES, EngineError
+    from cobalt.engines.cli import _accepted
+
+    if not options or name not in ENGINES:
+        return
+    module_name, _, attr = ENGINES[name].partition(":")
+    try:
+        accepted = _accepted(getattr(importlib.import_module(module_name), attr))
+    except ImportError:
+        return  # engine_from_args reports the missing package
+    unknown = sorted(k for k in options if accepted is not None and k not in accepted)
+    if unknown:
+        raise EngineError(f"--engine-option: engine {name!r} takes no option {', '.join(map(repr, unknown))}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -324,7 +338,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``cobalt judge``."""
-    from cobalt.engines import EngineError, SamplingParams, create_engine
+    from cobalt.engines import EngineError, SamplingParams
+    from cobalt.engines.cli import engine_from_args
     from cobalt.io import JsonlAppender, write_json_atomic
     from cobalt.prompts import load_template
 
@@ -343,7 +358,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         params = SamplingParams(n=args.judgments, temperature=args.temperature, top_p=args.top_p,
                                 max_new_tokens=args.max_new_tokens, seed=args.seed)
-        engine = create_engine(args.engine, args.model, **engine_options(args))
+        extra = engine_options(args)
+        _check_engine_options(args.engine, extra)
+        engine = engine_from_args(args, **extra)
     except (ValueError, EngineError) as exc:
         print(f"cobalt judge: {exc}", file=sys.stderr)
         return 2

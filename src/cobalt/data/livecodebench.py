@@ -36,7 +36,6 @@ import binascii
 import io
 import json
 import pickle
-import re
 import zlib
 from collections import Counter
 from pathlib import Path
@@ -69,10 +68,12 @@ class UnsafePickleError(pickle.UnpicklingError, ValueError):
 class StringOnlyUnpickler(pickle.Unpickler):
     """An unpickler that loads plain strings only: any global (class, function) is refused."""
 
-    def find_class(self, module: str, name: str) -> Any:  # noqa: D102 - see class docstring
+    def find_class(self, module: str, name: str) -> Any:
+        """Refuse every global: a plain string never needs one."""
         raise UnsafePickleError(f"refusing to load {module}.{name}: only plain strings are accepted")
 
-    def persistent_load(self, pid: Any) -> Any:  # noqa: D102
+    def persistent_load(self, pid: Any) -> Any:
+        """Refuse every persistent id."""
         raise UnsafePickleError("refusing a persistent id: only plain strings are accepted")
 
 

@@ -24,6 +24,14 @@ position in the input's public tests), so that later steps (the
 reward-hacking extraction) match tests by position, never by searching
 feedback text. Appended per record and resumable by id; a summary beside the
 output.
+
+Running on the perturbed tests (the paper's workflow: the perturbed file is the
+input of multi-turn inference, METHOD §7): :func:`select_public_tests` turns a
+perturbed record into the record a rollout runs, whose ``public_test_cases``
+are the perturbed tests, whose ``original_public_test_cases`` keep the correct
+ones, and whose ``public_test_set`` says ``"perturbed"``. Hidden tests are
+untouched. ``cobalt rollout --public-tests auto`` (the default) does this for
+every record that carries ``perturbed_public_test_cases``.
 """
 from __future__ import annotations
 
@@ -32,15 +40,20 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from cobalt.execution.base import TestCases
 from cobalt.io import RecordError, require_field
-from cobalt.data.problems import DropSummary, iter_local_records, problem_rng, require_tests, tests_json
+from cobalt.data.problems import (ORIGINAL_PUBLIC_FIELD, PUBLIC_SET_FIELD, DropSummary, ProblemRecord,
+                                  iter_local_records, problem_from_dict, problem_rng, require_tests, tests_json)
 
 DEFAULT_SEED = 42
 FEWER_THAN_TWO_UNIQUE = "fewer_than_two_unique_outputs"
 BAD_RECORD = "bad_record"
+PERTURBED_FIELD = "perturbed_public_test_cases"
+PUBLIC_TEST_SETS = ("auto", "public", "perturbed")
+"""Choices of ``cobalt rollout --public-tests``: ``auto`` is ``perturbed`` for a record that
+carries :data:`PERTURBED_FIELD`, else ``public``."""
 MODIFIED_PUBLIC_INDICES = (0, 1)
 """Positions of the two modified tests in ``perturbed_public_test_cases`` (recorded per problem)."""
 
@@ -115,6 +128,58 @@ def perturb_record(record: Any, *, seed: int, field: str, path: str, line: int) 
     out["modified_public_indices"] = list(MODIFIED_PUBLIC_INDICES)
     out["perturbed_public_source_indices"] = list(result.order)
     return out
+
+
+def select_public_tests(record: Any, which: str = "auto", *, path: str = "", line: int | None = None) -> dict:
+    """``record`` set up to run on the public tests ``which`` names (one of :data:`PUBLIC_TEST_SETS`).
+
+    ``perturbed``: ``public_test_cases`` become the perturbed tests, the data
+    set's own go to ``original_public_test_cases``; ``public``: the data set's
+    own public tests (restored from ``original_public_test_cases`` when the
+    record is an earlier perturbed run's). Either way ``public_test_set`` names
+    the set, and a record already on the asked set is returned as it is.
+
+    >>> r = {"id": 1, "public_test_cases": "P", "perturbed_public_test_cases": "Q"}
+    >>> ran = select_public_tests(r)
+    >>> ran["public_test_cases"], ran["original_public_test_cases"], ran["public_test_set"]
+    ('Q', 'P', 'perturbed')
+    >>> select_public_tests(ran, "public")["public_test_cases"]
+    'P'
+    """
+    if which not in PUBLIC_TEST_SETS:
+        raise ValueError(f"public test set must be one of {', '.join(PUBLIC_TEST_SETS)}, got {which!r}")
+    if not isinstance(record, Mapping):
+        raise RecordError(path, line, None, f"expected a JSON object, got {type(record).__name__}")
+    current = record.get(PUBLIC_SET_FIELD, "public")
+    if current not in ("public", "perturbed"):
+        raise RecordError(path, line, PUBLIC_SET_FIELD, f"expected 'public' or 'perturbed', got {current!r}")
+    if which == "auto":
+        which = "perturbed" if PERTURBED_FIELD in record else current
+    out = dict(record)
+    if which == current:
+        out[PUBLIC_SET_FIELD] = current
+        return out
+    if which == "perturbed":
+        if PERTURBED_FIELD not in record:
+            raise RecordError(path, line, PERTURBED_FIELD,
+                              "missing: running on perturbed public tests needs the output of `cobalt perturb`")
+        out[ORIGINAL_PUBLIC_FIELD] = require_field(record, "public_test_cases", (str, dict), path=path, line=line)
+        out["public_test_cases"] = record[PERTURBED_FIELD]
+    else:
+        out["public_test_cases"] = require_field(record, ORIGINAL_PUBLIC_FIELD, (str, dict), path=path, line=line)
+        out.pop(ORIGINAL_PUBLIC_FIELD)
+    out[PUBLIC_SET_FIELD] = which
+    return out
+
+
+def iter_problems_on(path: str | Path, which: str = "auto") -> Iterator[tuple[int, ProblemRecord]]:
+    """``(line, problem)`` of a problems (or inference records) file, each on the public tests ``which``
+    names (:func:`select_public_tests`); a bad record raises :class:`RecordError` naming file, line, field."""
+    from cobalt.io import iter_jsonl
+
+    for line, record in iter_jsonl(path):
+        ran = select_public_tests(record, which, path=str(path), line=line)
+        yield line, problem_from_dict(ran, path=str(path), line=line)
 
 
 def perturb_file(source: str | Path, output: Path, *, seed: int = DEFAULT_SEED, field: str = "public_test_cases",

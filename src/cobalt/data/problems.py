@@ -24,6 +24,10 @@ from cobalt.execution.base import TestCaseError, TestCases
 from cobalt.io import RecordError, iter_jsonl, require_field
 
 LOCAL_SUFFIXES = (".jsonl", ".json", ".parquet", ".gz")
+PUBLIC_SET_FIELD = "public_test_set"
+"""Record field naming the public tests a run used: ``"public"`` (the data set's) or ``"perturbed"``."""
+ORIGINAL_PUBLIC_FIELD = "original_public_test_cases"
+"""On a run on perturbed public tests: the data set's own (correct) public tests."""
 
 
 @dataclass(frozen=True)
@@ -42,9 +46,21 @@ class ProblemRecord:
     """Other fields of the input record, passed through unchanged."""
 
     @property
+    def perturbed(self) -> bool:
+        """True when :attr:`public` are perturbed public tests (some expected outputs are wrong)."""
+        return self.extra.get(PUBLIC_SET_FIELD) == "perturbed"
+
+    @property
     def tests(self) -> TestCases:
-        """All tests: public first, then hidden."""
-        return concat_tests(self.public, self.hidden)
+        """All tests with correct expected outputs, public first, then hidden: the reward's ground truth.
+
+        On a problem run on perturbed public tests, the original public tests
+        (:data:`ORIGINAL_PUBLIC_FIELD`) stand in for the perturbed ones.
+        """
+        public = self.public
+        if self.perturbed and ORIGINAL_PUBLIC_FIELD in self.extra:
+            public = TestCases.from_obj(self.extra[ORIGINAL_PUBLIC_FIELD], where=ORIGINAL_PUBLIC_FIELD)
+        return concat_tests(public, self.hidden)
 
     def to_dict(self) -> dict:
         """The JSON-ready record (test sets as JSON strings)."""
@@ -93,6 +109,8 @@ def problem_from_dict(record: Any, *, path: str, line: int | None) -> ProblemRec
         if "hidden_test_cases" in record
         else TestCases((), (), public.fn_name)
     )
+    if record.get(PUBLIC_SET_FIELD) == "perturbed":
+        require_tests(record, ORIGINAL_PUBLIC_FIELD, path=path, line=line)
     question = record.get("question")
     instruction = record.get("instruction")
     if not isinstance(question, str) and not isinstance(instruction, str):

@@ -90,9 +90,34 @@ class TrajectoryRecord:
         """Number of hidden tests."""
         return len(self.problem.hidden)
 
+    @property
+    def scored_public(self) -> tuple[int, ...]:
+        """Positions of the public tests whose verdicts count in pass rates.
+
+        Every public test, except on a run on perturbed public tests: there the
+        modified tests (``modified_public_indices``), whose expected outputs are
+        wrong, do not count, so that a correct program can be fully correct and
+        a program that answers the wrong outputs gains nothing from them.
+        """
+        modified = self.problem.extra.get("modified_public_indices") if self.problem.perturbed else None
+        if not isinstance(modified, list):
+            return tuple(range(self.n_public))
+        skip = {i for i in modified if isinstance(i, int)}
+        return tuple(i for i in range(self.n_public) if i not in skip)
+
     def pass_rates(self, sample: SampleRecord) -> list[float]:
-        """Per-turn pass rates of ``sample`` (public/hidden mix by test counts)."""
-        return [t.pass_rate(self.n_public, self.n_hidden) for t in sample.turns]
+        """Per-turn pass rates of ``sample``: public and hidden rates mixed by test counts, the
+        public rate over :attr:`scored_public` (all public tests but on a perturbed run)."""
+        scored = self.scored_public
+        if len(scored) == self.n_public:
+            return [t.pass_rate(self.n_public, self.n_hidden) for t in sample.turns]
+        out = []
+        for t in sample.turns:
+            passing = [bool(t.public.passing[i]) for i in scored if i < len(t.public.passing)]
+            public_rate = sum(passing) / len(passing) if passing else 0.0
+            rescored = TurnRecord(t.response, t.code, t.public, public_rate, t.hidden_pass_rate)
+            out.append(rescored.pass_rate(len(scored), self.n_hidden))
+        return out
 
     @classmethod
     def from_dict(cls, record: Any, *, path: str, line: int | None,

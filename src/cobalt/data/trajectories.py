@@ -237,8 +237,7 @@ def is_too_easy(record: TrajectoryRecord, by: str = "full") -> bool:
     """Dynamic sampling: True when every sample's first turn passes ('public' tests or 'full'y)."""
     if by == "public":
         return all(s.turns[0].public.all_passed for s in record.samples)
-    n_pub, n_hid = record.n_public, record.n_hidden
-    return all(s.turns[0].pass_rate(n_pub, n_hid) >= FULLY_CORRECT for s in record.samples)
+    return all(record.pass_rates(s)[0] >= FULLY_CORRECT for s in record.samples)
 
 
 def select_trajectories(record: TrajectoryRecord, config: BuildConfig) -> list[int]:

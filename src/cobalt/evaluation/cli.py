@@ -13,7 +13,6 @@ full response and each problem's own number of samples.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 

@@ -8,6 +8,18 @@ configuration is saved as ``<output>.config.json``.
 
 The paper's workflow: a single-turn run with 16 samples first, then every
 multi-turn run reuses its first turns (``--first-turn-from``).
+
+Public tests (``--public-tests``): ``auto`` (default) runs a record that carries
+``perturbed_public_test_cases`` (the output of ``cobalt perturb``) on its
+perturbed public tests and any other on its own, so that the paper's workflow
+(perturb, then multi-turn inference on the perturbed file) needs no conversion;
+``public`` and ``perturbed`` force one set. Each output record names the set
+in ``public_test_set``; on the perturbed set, ``public_test_cases`` are the
+perturbed tests the run used, ``original_public_test_cases`` the correct ones,
+``test_cases`` the correct tests (the reward's ground truth), and the hidden
+tests are unchanged. Cached first turns judged on other public tests than this
+run's (a single-turn run on the data set's own tests) are judged again on this
+run's.
 """
 from __future__ import annotations
 
@@ -24,40 +36,21 @@ from cobalt.profile import add_profile_argument
 CONFIG_SUFFIX = ".config.json"
 # Fields that must agree between a run and the run it resumes.
 RESUME_KEYS = ("engine", "model", "samples", "repair_turns", "enable_thinking", "max_new_tokens",
-               "temperature", "top_p", "profile", "first_turn_from")
+               "temperature", "top_p", "profile", "first_turn_from", "public_tests")
 
 
 def add_engine_flags(parser: argparse.ArgumentParser, *, default_engine: str = "vllm") -> None:
-    """Engine flags (``--engine --model --base-url``)."""
-    try:
-        from cobalt.engines.cli import add_engine_arguments  # the engines' own flag set, when present
-    except ImportError:
-        add_engine_arguments = None
-    if add_engine_arguments is not None:
-        add_engine_arguments(parser, default_engine=default_engine)
-        return
-    group = parser.add_argument_group("engine")
-    group.add_argument("--engine", default=default_engine,
-                       help="backend that generates: vllm, openai (any OpenAI-compatible server), litellm, transformers")
-    group.add_argument("--model", default=None, help="hub id, local path or API model name")
-    group.add_argument("--base-url", default=None,
-                       help="OpenAI-compatible server address (engine openai); the key comes from $OPENAI_API_KEY")
+    """Engine flags (the shared set of :func:`cobalt.engines.cli.add_engine_arguments`)."""
+    from cobalt.engines.cli import add_engine_arguments
+
+    add_engine_arguments(parser, default_engine=default_engine)
 
 
 def engine_from_args(args: argparse.Namespace):
-    """Build the engine that the flags name."""
-    try:
-        from cobalt.engines.cli import engine_from_args as build  # the engines' own builder, when present
-    except ImportError:
-        build = None
-    if build is not None:
-        return build(args)
-    from cobalt.engines import create_engine
+    """Build the engine that the flags name (:func:`cobalt.engines.cli.engine_from_args`)."""
+    from cobalt.engines.cli import engine_from_args as build
 
-    options: dict[str, Any] = {}
-    if getattr(args, "base_url", None):
-        options["base_url"] = args.base_url
-    return create_engine(args.engine, args.model, **options)
+    return build(args)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -72,6 +65,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--first-turn-from", default=None,
                        help="inference records of an earlier run whose first turns (turn 0) are reused instead of "
                        "generated (the paper's cached single-turn samples)")
+    group.add_argument("--public-tests", choices=("auto", "public", "perturbed"), default="auto",
+                       help="public tests run and shown in feedback: 'perturbed' (the perturbed_public_test_cases "
+                       "of `cobalt perturb`, for the reward-hacking study), 'public' (the data set's own), or "
+                       "'auto': perturbed for records that carry them, else their own (default)")
     group.add_argument("--enable-thinking", action="store_true",
                        help="thinking model: the history keeps the text after the last </think>, cut to "
                        "--history-max-chars; also passed to the chat template")
@@ -108,14 +105,21 @@ def template_hashes(template_dir: str | None) -> dict[str, str]:
     return out
 
 
-def load_first_turns(path: str | Path) -> dict[str, list[dict]]:
-    """Problem id -> first turns (turn 0 of each sample) of an earlier run's inference records."""
+def load_first_turns(path: str | Path, public_out: dict | None = None) -> dict[str, list[dict]]:
+    """Problem id -> first turns (turn 0 of each sample) of an earlier run's inference records.
+
+    ``public_out``, when given, receives problem id -> the public tests
+    (:class:`~cobalt.execution.base.TestCases`) those first turns were judged on.
+    """
+    from cobalt.data.problems import require_tests
     from cobalt.io import iter_jsonl
 
     out: dict[str, list[dict]] = {}
     for line, rec in iter_jsonl(path):
         if not isinstance(rec, Mapping) or "id" not in rec:
             raise RecordError(path, line, "id", "missing")
+        if public_out is not None:
+            public_out[str(rec["id"])] = require_tests(rec, "public_test_cases", path=str(path), line=line)
         samples = rec.get("samples")
         if not isinstance(samples, list) or not samples:
             raise RecordError(path, line, "samples", "expected a non-empty list")
@@ -174,6 +178,7 @@ def resolved_config(args: argparse.Namespace, engine: Any, params: Any, config: 
         "input": str(args.input),
         "output": str(args.output),
         "first_turn_from": args.first_turn_from,
+        "public_tests": args.public_tests,
         "engine": description.get("engine", args.engine),
         "model": description.get("model", args.model),
         "engine_description": description,
@@ -210,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``cobalt rollout``."""
     import asyncio
 
-    from cobalt.data.problems import iter_problems
+    from cobalt.data.perturbation import iter_problems_on
     from cobalt.engines.base import EngineError, SamplingParams
     from cobalt.execution.client import EvaluatorClient
     from cobalt.execution.base import ExecOptions
@@ -234,11 +239,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         problems = []
-        for _, problem in iter_problems(args.input):
+        for _, problem in iter_problems_on(args.input, args.public_tests):
             problems.append(problem)
             if args.limit is not None and len(problems) >= args.limit:
                 break
-        first_turns = load_first_turns(args.first_turn_from) if args.first_turn_from else None
+        first_public: dict = {}
+        first_turns = load_first_turns(args.first_turn_from, first_public) if args.first_turn_from else None
     except (RecordError, FileNotFoundError) as exc:
         print(f"cobalt rollout: {exc}", file=sys.stderr)
         return 1
@@ -266,7 +272,9 @@ def run(args: argparse.Namespace) -> int:
     stats = RolloutStats()
     with JsonlAppender(output) as out:
         todo = sum(1 for p in problems if p.id not in out.done)
-        print(f"rollout: {len(problems)} problems ({len(problems) - todo} already in {output}), "
+        n_perturbed = sum(p.perturbed for p in problems)
+        print(f"rollout: {len(problems)} problems ({len(problems) - todo} already in {output}; "
+              f"{n_perturbed} on perturbed public tests), "
               f"{config.samples} samples, {config.repair_turns} repair turns, engine {resolved['engine']} "
               f"model {resolved['model']}, profile {profile}", file=sys.stderr)
         bar = None
@@ -279,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
         async def main() -> None:
             try:
                 await run_rollout(problems, engine, client, params, config, out.write, first_turns=first_turns,
-                                  done=set(out.done), progress=bar, stats=stats)
+                                  first_turn_public=first_public, done=set(out.done), progress=bar, stats=stats)
             finally:
                 await engine.aclose()
 

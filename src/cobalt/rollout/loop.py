@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from cobalt.data.problems import ProblemRecord
 from cobalt.engines.base import Completion, Engine, SamplingParams
-from cobalt.execution.base import ExecutionResult
+from cobalt.execution.base import ExecutionResult, TestCases
 from cobalt.rollout.turns import NO_CODE_FEEDBACK, error_feedback, failing_public_result, next_user_message
 from cobalt.text import HISTORY_MAX_CHARS, extract_code, history_text
 
@@ -89,6 +89,8 @@ class RolloutStats:
     requests: int = 0
     responses: int = 0
     cached_first_turns: int = 0
+    rejudged_first_turns: int = 0
+    """Cached first turns judged again because they were judged on other public tests."""
     programs_run: int = 0
     no_code: int = 0
     evaluator_errors: int = 0
@@ -234,12 +236,17 @@ async def _run_sample(problem: ProblemRecord, index: int, first: dict, engine: E
 
 async def rollout_problem(problem: ProblemRecord, engine: Engine, client: Any, params: SamplingParams,
                           config: RolloutConfig, *, cached: Sequence[Mapping[str, Any]] | None = None,
+                          cached_public: TestCases | None = None,
                           limiter: Limiter | None = None, stats: RolloutStats | None = None,
                           on_turn: Callable[[], None] | None = None) -> dict:
     """All trajectories of one problem, as one inference record (docs/TRAJECTORIES.md).
 
     ``cached``: the problem's first turns from an earlier run (a turn mapping
     each, at least ``config.samples``); otherwise turn 0 is generated here.
+    ``cached_public``: the public tests those first turns were judged on; when
+    they are not this run's (a run on perturbed public tests that reuses the
+    first turns of a run on the data set's own), each cached program is judged
+    again on this run's public tests (``rejudged`` set on the turn).
     """
     limiter = limiter or Limiter(config.max_requests)
     stats = stats if stats is not None else RolloutStats()
@@ -249,6 +256,12 @@ async def rollout_problem(problem: ProblemRecord, engine: Engine, client: Any, p
             raise ValueError(f"problem {problem.id}: {len(cached)} cached first turns, {n} samples asked for")
         firsts = [_cached_turn(turn, config.profile) for turn in cached[:n]]
         stats.cached_first_turns += n
+        if cached_public is not None and cached_public != problem.public:
+            publics = await asyncio.gather(*(judge_public(f["code"], problem, client, stats) for f in firsts))
+            for first, public in zip(firsts, publics):
+                first.update(_turn_record(first["response"], None, first["code"], public))
+                first["rejudged"] = True
+            stats.rejudged_first_turns += n
     else:
         messages = first_turn_messages(problem, config.template_dir)
         first_params = dataclasses.replace(params, n=n, seed=request_seed(_base_seed(params, config), problem.id, 0, 0))
@@ -268,13 +281,15 @@ async def rollout_problem(problem: ProblemRecord, engine: Engine, client: Any, p
 async def run_rollout(problems: Iterable[ProblemRecord], engine: Engine, client: Any, params: SamplingParams,
                       config: RolloutConfig, write: Callable[[dict], None], *,
                       first_turns: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+                      first_turn_public: Mapping[str, TestCases] | None = None,
                       done: set | None = None, progress: Any = None, stats: RolloutStats | None = None) -> RolloutStats:
     """Roll out every problem not in ``done``; ``write(record)`` is called as each problem finishes.
 
     At most ``config.max_problems`` problems are in flight; a problem whose
     rollout fails (engine error, missing cached turns) is counted and left out
     of the output, so that a rerun retries it. ``progress`` is a tqdm-like bar
-    advanced once per turn of each sample.
+    advanced once per turn of each sample. ``first_turn_public``: problem id ->
+    the public tests its cached first turns were judged on (see :func:`rollout_problem`).
     """
     stats = stats if stats is not None else RolloutStats()
     done = done if done is not None else set()
@@ -291,8 +306,10 @@ async def run_rollout(problems: Iterable[ProblemRecord], engine: Engine, client:
                 if problem.id not in first_turns:
                     raise KeyError(f"problem {problem.id}: not in the cached first turns")
                 cached = first_turns[problem.id]
+            cached_public = first_turn_public.get(problem.id) if first_turn_public is not None else None
             record = await rollout_problem(problem, engine, client, params, config, cached=cached,
-                                           limiter=limiter, stats=stats, on_turn=on_turn)
+                                           cached_public=cached_public, limiter=limiter, stats=stats,
+                                           on_turn=on_turn)
             write(record)
             stats.problems_done += 1
         except Exception as exc:  # one problem's failure must not stop the others
