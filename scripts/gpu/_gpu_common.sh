@@ -64,13 +64,15 @@ step() {
 # session, so that it outlives the command and a later call on the same machine finds it).
 ensure_ray() {
     if ! ray_cli status >/dev/null 2>&1; then
-        setsid "$PYTHON" -m ray.scripts.scripts start --head --disable-usage-stats --num-cpus "$(nproc)" \
+        setsid "$PYTHON" -m ray.scripts.scripts start --head --port "${RAY_PORT:-6379}" --disable-usage-stats --num-cpus "$(nproc)" \
             --num-gpus "$("$PYTHON" -c 'import torch; print(torch.cuda.device_count())')" < /dev/null
     fi
     export RAY_ADDRESS=auto
 }
 
-stop_ray() { ray_cli stop --force >/dev/null 2>&1 || true; unset RAY_ADDRESS; }
+# Stops every Ray process of this machine (the lent machine runs ours alone). STOP_RAY=0 keeps
+# them (a shared machine where a dry run must not touch other users' Ray).
+stop_ray() { [[ "${STOP_RAY:-1}" == 0 ]] || ray_cli stop --force >/dev/null 2>&1 || true; unset RAY_ADDRESS; }
 
 # wait_app NAME [SECONDS]: until the Ray Serve application NAME is RUNNING.
 wait_app() {
