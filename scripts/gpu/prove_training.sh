@@ -45,14 +45,18 @@ rollout_records() {
         --turns 2 --max-tokens "$ROLLOUT_TOKENS" --temperature 1.0 --seed 0 --evaluator embedded --output "$2" --no-progress
 }
 
-# cobalt_rows RECORDS... -> $DATA/<sub>/{train,val}.parquet via build-prompts + make-verl-data.
+# cobalt_rows SUB RECORDS... -> $DATA/<sub>/{train,val}.parquet: cobalt eval (build-prompts needs
+# every turn's hidden pass rate), build-prompts, make-verl-data; fails when no training row came out.
 cobalt_rows() {
     local sub="$1"; shift
     local dir="$WORK/prompts/$sub"
-    mkdir -p "$dir"
+    rm -rf "$dir" && mkdir -p "$dir"
     cat "$@" > "$dir/records.jsonl"
-    tcobalt build-prompts --input "$dir/records.jsonl" --output "$dir/train.jsonl" --model-name "$(model_dir)" --no-progress
-    tcobalt build-prompts --input "$dir/records.jsonl" --output "$dir/val.jsonl" --model-name "$(model_dir)" --is-test --no-progress
+    tcobalt eval --input "$dir/records.jsonl" --output "$dir/evaluated.jsonl" --pass-n "$ROLLOUT_SAMPLES" --no-progress
+    tcobalt build-prompts --input "$dir/evaluated.jsonl" --output "$dir/train.jsonl" --model-name "$(model_dir)" --no-progress
+    tcobalt build-prompts --input "$dir/evaluated.jsonl" --output "$dir/val.jsonl" --model-name "$(model_dir)" --is-test --no-progress
+    [[ -s "$dir/train.jsonl" ]] || { echo "build-prompts: no prompt rows for $sub"; return 1; }
+    [[ -s "$dir/val.jsonl" ]] || cp "$dir/train.jsonl" "$dir/val.jsonl"
     tcobalt make-verl-data --kind cobalt --train "$dir/train.jsonl" --val "$dir/val.jsonl" \
         --out-dir "$DATA/$sub" --tokenizer "$(model_dir)" --no-progress
 }
