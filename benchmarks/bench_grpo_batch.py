@@ -209,7 +209,10 @@ def main() -> None:
     parser.add_argument("--profile", choices=("paper", "cobalt"), default="paper",
                         help="judging rules (paper: always the fixed number of tests at once)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the kind drawn for each row")
+    parser.add_argument("--passes", default="1,4",
+                        help="tests of a program at once in each pass, comma-separated (1,4: both; 4: the paper's alone)")
     args = parser.parse_args()
+    passes = [int(x) for x in args.passes.split(",") if x.strip()]
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(SHARED / "tiktoken"))
 
     from cobalt.data.leetcode import load_leetcode
@@ -222,7 +225,8 @@ def main() -> None:
           f"{cores} CPUs, via {args.via}, profile {args.profile}")
 
     walls = {}
-    for name, parallel in (("sequential tests (1 at a time)", 1), ("parallel tests (up to 4 at once)", 4)):
+    for parallel in passes:
+        name = "sequential tests (1 at a time)" if parallel == 1 else f"parallel tests (up to {parallel} at once)"
         client = make_client(args, parallel)
         # Warm-up outside the clock: sandbox check, page cache, the Ray handle.
         asyncio.run(score_batch(rows[:1], client, 1))
@@ -231,7 +235,8 @@ def main() -> None:
         after = cpu_now()
         report(name, wall, rec, scores, cores, after - before if args.via == "embedded" else None)
         walls[parallel] = wall
-    print(f"parallel tests vs sequential: {walls[1] / walls[4]:.2f}x faster to score the batch")
+    if 1 in walls and 4 in walls:
+        print(f"parallel tests vs sequential: {walls[1] / walls[4]:.2f}x faster to score the batch")
     if args.via == "serve":
         import ray
         from ray import serve

@@ -1,8 +1,12 @@
 """Rollout driver against a blocking driver, same engine, same problems, one run.
 
-- blocking (the paper's design): one request at a time; within a turn, every
-  sample's response is generated first, then the programs are judged one after
-  another, then the next turn;
+- blocking (the paper's design): one request at a time (the first turn: one
+  generate of all samples of a prompt; repair turns: one per sample); within a
+  turn, every response is generated first, then the programs are judged one
+  after another, then the next turn (``--blocking-problems N``: only the first
+  N problems, compared per turn);
+- at once (``--at-once``): one generate holding every first-turn prompt, nothing
+  judged: what the driver approaches with ``--turns 0``;
 - cobalt (``cobalt.rollout.loop.run_rollout``): every problem and sample in
   flight at once (bounded), each program judged while other samples generate.
 
@@ -16,7 +20,8 @@ Engines:
 - ``--test-server-delay S``: the OpenAI-compatible test server of
   ``tests/support`` answering each problem's reference program after S seconds
   (a model of known latency whose programs are judged for real);
-- ``--engine openai --base-url http://host:8000/v1 --model NAME``: a vLLM server on a GPU.
+- ``--engine openai --base-url http://host:8000/v1 --model NAME``: a vLLM server on a GPU;
+- ``--engine vllm --model DIR``: vLLM in this process (scripts/gpu/prove_inference.sh).
 
     .venv/bin/python benchmarks/bench_rollout.py --problems 6 --samples 4 --turns 2
     .venv/bin/python benchmarks/bench_rollout.py --test-server-delay 0.2 --problems 8 --samples 4 --turns 2
@@ -49,7 +54,9 @@ async def blocking_rollout(problems, engine, client, params, config) -> list[dic
         trajectories: list[list[dict]] = [[] for _ in range(config.samples)]
         for t in range(config.repair_turns + 1):
             responses = []
-            for conv in convs:  # one request at a time
+            if t == 0:  # the first turn: one blocking generate of all samples of the prompt
+                (responses,) = await engine.generate([convs[0]], dataclasses.replace(params, n=config.samples))
+            for conv in convs[len(responses):]:  # repair turns: one request at a time
                 (out,) = await engine.generate([conv], dataclasses.replace(params, n=1))
                 responses.append(out[0])
             for i, completion in enumerate(responses):  # then judge, one program at a time
@@ -66,6 +73,18 @@ async def blocking_rollout(problems, engine, client, params, config) -> list[dic
     return records
 
 
+async def at_once(problems, engine, params, config) -> float:
+    """Seconds of one generate call holding every problem's first-turn prompt (n = samples), nothing judged."""
+    import dataclasses
+
+    from cobalt.rollout.loop import first_turn_messages
+
+    convs = [first_turn_messages(p, config.template_dir) for p in problems]
+    t0 = time.perf_counter()
+    await engine.generate(convs, dataclasses.replace(params, n=config.samples))
+    return time.perf_counter() - t0
+
+
 def _rates(records) -> dict:
     return {r["id"]: [[t["public_pass_rate"] for t in s["turns"]] for s in r["samples"]] for r in records}
 
@@ -79,7 +98,9 @@ async def main_async(args) -> int:
     from cobalt.rollout.leetcode import SAMPLE_FILE, problem_record
     from cobalt.rollout.loop import RolloutConfig, run_rollout
 
-    leet = load_leetcode(SAMPLE_FILE)[: args.problems]
+    leet = load_leetcode(args.data or SAMPLE_FILE)[: args.problems]
+    if len(leet) < args.problems:
+        print(f"note: only {len(leet)} problems in {args.data or SAMPLE_FILE}", file=sys.stderr)
     problems = [problem_from_dict(problem_record(p), path="sample", line=i) for i, p in enumerate(leet, 1)]
     server = None
     if args.test_server_delay is not None:
@@ -109,11 +130,17 @@ async def main_async(args) -> int:
     config = RolloutConfig(samples=args.samples, repair_turns=args.turns, max_problems=args.max_problems,
                            max_requests=args.max_requests)
     client = EvaluatorClient.embedded(max_concurrency=args.eval_concurrency, options=ExecOptions(allow_packages=True))
+    if args.gpu_memory_utilization is not None:
+        options["gpu_memory_utilization"] = args.gpu_memory_utilization
     engine = create_engine(engine_name, model, **options)
+    n_block = len(problems) if args.blocking_problems is None else min(args.blocking_problems, len(problems))
+    t_at_once = None
     try:
         await engine.generate([[{"role": "user", "content": "warm up"}]], SamplingParams(max_new_tokens=4))
+        if args.at_once:
+            t_at_once = await at_once(problems, engine, params, config)
         t0 = time.perf_counter()
-        blocking = await blocking_rollout(problems, engine, client, params, config)
+        blocking = await blocking_rollout(problems[:n_block], engine, client, params, config)
         t_block = time.perf_counter() - t0
         ours: list[dict] = []
         t0 = time.perf_counter()
@@ -123,23 +150,43 @@ async def main_async(args) -> int:
         await engine.aclose()
         if server is not None:
             server.stop()
-    same = _rates(blocking) == _rates(ours)
+    ours_rates = _rates(ours)
+    same = _rates(blocking) == {r["id"]: ours_rates[r["id"]] for r in blocking}
     turns = len(problems) * args.samples * (args.turns + 1)
+    block_turns = n_block * args.samples * (args.turns + 1)
+    # throughput ratio (turns per second), so the blocking driver may run on fewer problems
+    speedup = (turns / t_ours) / (block_turns / t_block) if t_ours > 0 and t_block > 0 else None
     result = {
         "engine": engine_name, "model": model, "problems": len(problems), "samples": args.samples,
-        "repair_turns": args.turns, "turns_total": turns, "programs_judged": stats.programs_run,
-        "blocking_s": round(t_block, 3), "cobalt_s": round(t_ours, 3),
-        "speedup": round(t_block / t_ours, 2) if t_ours > 0 else None, "same_public_pass_rates": same,
+        "repair_turns": args.turns, "max_tokens": max_tokens, "turns_total": turns,
+        "programs_judged": stats.programs_run, "blocking_problems": n_block, "blocking_s": round(t_block, 3),
+        "cobalt_s": round(t_ours, 3), "speedup": round(speedup, 2) if speedup else None,
+        "same_public_pass_rates": same,
     }
+    if t_at_once is not None:
+        result["at_once_s"] = round(t_at_once, 3)
+        result["cobalt_over_at_once"] = round(t_ours / t_at_once, 2)
     print(json.dumps(result, indent=2))
-    print(f"\nblocking driver {t_block:.1f}s, cobalt driver {t_ours:.1f}s: {t_block / t_ours:.2f}x "
-          f"({turns} turns, {stats.programs_run} programs judged; same pass rates: {same})")
+    print(f"\nblocking driver {t_block:.1f}s on {n_block} problems ({block_turns} turns), cobalt driver "
+          f"{t_ours:.1f}s on {len(problems)} ({turns} turns): {speedup:.2f}x the throughput "
+          f"({stats.programs_run} programs judged; same pass rates: {same})")
+    if t_at_once is not None:
+        print(f"all first turns in one generate, nothing judged: {t_at_once:.1f}s; cobalt driver / that: "
+              f"{t_ours / t_at_once:.2f} (only comparable with --turns 0)")
     return 0
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--problems", type=int, default=6, help="shipped LeetCode problems to use")
+    parser.add_argument("--problems", type=int, default=6, help="LeetCode problems to use (the first of --data)")
+    parser.add_argument("--data", default=None,
+                        help="LeetCodeDataset JSONL(.gz) to take them from (default: the shipped 24-problem slice)")
+    parser.add_argument("--blocking-problems", type=int, default=None,
+                        help="run the (slow) blocking driver on only the first N problems; the ratio is per turn")
+    parser.add_argument("--at-once", action="store_true",
+                        help="also time one generate holding every first-turn prompt (n = --samples), nothing "
+                        "judged: the bound the driver approaches with --turns 0")
+    parser.add_argument("--gpu-memory-utilization", type=float, default=None, help="vllm: share of GPU memory")
     parser.add_argument("--samples", type=int, default=4)
     parser.add_argument("--turns", type=int, default=2, help="repair turns")
     parser.add_argument("--max-tokens", type=int, default=None,

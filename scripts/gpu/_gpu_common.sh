@@ -23,8 +23,13 @@ fi
 # The repository's code goes before the installed wheel, so a fix needs no new wheel.
 export PYTHONPATH="$REPO_ROOT/src${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHON="${PYTHON:-python3}"
-export COBALT_QWEN3_TOKENIZER="${COBALT_QWEN3_TOKENIZER:-${COBALT_SHARED:-$REPO_ROOT/../shared}/data/qwen3_tokenizer}"
+export COBALT_SHARED="${COBALT_SHARED:-$REPO_ROOT/../shared}"
+export COBALT_QWEN3_TOKENIZER="${COBALT_QWEN3_TOKENIZER:-$COBALT_SHARED/data/qwen3_tokenizer}"
+export TIKTOKEN_CACHE_DIR="${TIKTOKEN_CACHE_DIR:-$COBALT_SHARED/data/tiktoken}"
 export PYTHONUNBUFFERED=1
+# Ray 2.60 turns on token authentication for a head started by `ray start`, and then `ray status`
+# from another process fails without the token: one machine, no network, so it stays off.
+export RAY_AUTH_MODE="${RAY_AUTH_MODE:-disabled}"
 OUT="${OUT:-/tmp/cobalt-proof}"
 WORK="${WORK:-/tmp/cobalt-work}"
 STEP_TIMEOUT="${STEP_TIMEOUT:-540}"
@@ -55,16 +60,19 @@ step() {
     return 0
 }
 
-# A Ray head on this machine with all its CPUs and GPUs, unless one runs already.
+# A Ray head on this machine with all its CPUs and GPUs, unless one runs already (in its own
+# session, so that it outlives the command and a later call on the same machine finds it).
 ensure_ray() {
     if ! ray_cli status >/dev/null 2>&1; then
-        ray_cli start --head --disable-usage-stats --num-cpus "$(nproc)" \
-            --num-gpus "$("$PYTHON" -c 'import torch; print(torch.cuda.device_count())')"
+        setsid "$PYTHON" -m ray.scripts.scripts start --head --port "${RAY_PORT:-6379}" --disable-usage-stats --num-cpus "$(nproc)" \
+            --num-gpus "$("$PYTHON" -c 'import torch; print(torch.cuda.device_count())')" < /dev/null
     fi
     export RAY_ADDRESS=auto
 }
 
-stop_ray() { ray_cli stop --force >/dev/null 2>&1 || true; unset RAY_ADDRESS; }
+# Stops every Ray process of this machine (the lent machine runs ours alone). STOP_RAY=0 keeps
+# them (a shared machine where a dry run must not touch other users' Ray).
+stop_ray() { [[ "${STOP_RAY:-1}" == 0 ]] || ray_cli stop --force >/dev/null 2>&1 || true; unset RAY_ADDRESS; }
 
 # wait_app NAME [SECONDS]: until the Ray Serve application NAME is RUNNING.
 wait_app() {
@@ -100,10 +108,11 @@ app_running() {
     "$PYTHON" -c "import sys, ray; from ray import serve; ray.init(address='auto', logging_level='ERROR'); a = serve.status().applications.get('$1'); sys.exit(0 if a is not None and str(a.status).endswith('RUNNING') else 1)" 2>/dev/null
 }
 
-# The evaluator app ("evaluator", route /evaluator) with $1 replicas of one CPU, unless it runs.
+# The evaluator app ("evaluator", route /evaluator) with $1 replicas of one CPU and $2 GiB each
+# [2], unless it runs.
 start_evaluator() {
     if app_running evaluator; then echo "evaluator app already running"; return 0; fi
-    cobalt serve --address auto --detach --replicas "$1"
+    cobalt serve --address auto --detach --replicas "$1" --memory-gb-per-replica "${2:-2}"
     wait_app evaluator 300
 }
 

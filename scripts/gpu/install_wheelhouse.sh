@@ -42,6 +42,7 @@ stash() {
         if [[ -f "$dir/CHUNK" ]]; then
             read -r k n < "$dir/CHUNK"
             touch "$STORE/received/$k"
+            echo "$n" > "$STORE/TOTAL"
             echo "install_wheelhouse: stashed chunk $k of $n from $dir ($(ls "$STORE/received" | wc -l) of $n received)"
         fi
     done
@@ -120,7 +121,7 @@ export COBALT_SHARED="$SHARED_DEST"
 export TIKTOKEN_CACHE_DIR="$SHARED_DEST/data/tiktoken"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 export VLLM_USE_FLASHINFER_SAMPLER=0
-export RAY_USAGE_STATS_ENABLED=0
+export RAY_USAGE_STATS_ENABLED=0 RAY_AUTH_MODE=disabled
 EOF
     echo "install_wheelhouse: wrote $ENV_FILE"
 }

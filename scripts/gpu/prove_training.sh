@@ -18,7 +18,9 @@
 # responses judged, phase timings) are pulled from verl's console log into summary.log.
 #
 # Variables: those of scripts/gpu/_gpu_common.sh (OUT, WORK, ENV_FILE, MODEL, ...) and
-#   ROLLOUT_ENGINE   cobalt's in-process vLLM engine name for data/compare rollouts [vllm]
+#   ROLLOUT_ENGINE   engine of the data/compare rollouts: vllm (in-process), or transformers for a
+#                    CPU dry run [vllm]
+#   ROLLOUT_TOKENS / ROLLOUT_SAMPLES   new tokens and samples of those rollouts [512 / 4]
 #   EXTRA_OVERRIDES  more Hydra overrides for every training run (space-separated) []
 # Logs in $OUT: summary.log, train_cobalt.log, train_resume.log, train_single.log,
 # train_perturbed.log, compare.log (data, merge, compare), results.tar.gz, ray_logs.tar.gz on failure.
@@ -28,8 +30,9 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/_gpu_common.sh"
 # shellcheck source=scripts/gpu/tiny_overrides.sh
 source "$REPO_ROOT/scripts/gpu/tiny_overrides.sh"
 
-# TODO(engines): "vllm" is issue 12's name of the in-process vLLM engine; check it once it lands.
 ROLLOUT_ENGINE="${ROLLOUT_ENGINE:-vllm}"
+ROLLOUT_TOKENS="${ROLLOUT_TOKENS:-512}"
+ROLLOUT_SAMPLES="${ROLLOUT_SAMPLES:-4}"
 read -r -a MORE <<< "${EXTRA_OVERRIDES:-}"
 DATA="$WORK/verl"
 RUNS="$WORK/runs"
@@ -38,24 +41,29 @@ RUNS="$WORK/runs"
 # rollout_records PROBLEMS OUT_JSONL: 4 samples x 2 repair turns, in-process vLLM, embedded evaluator.
 rollout_records() {
     [[ -s "$2" ]] && { echo "rollout: $2 exists, reused"; return 0; }
-    tcobalt rollout --engine "$ROLLOUT_ENGINE" --model "$(model_dir)" --input "$1" --samples 4 --turns 2 \
-        --max-tokens 512 --temperature 1.0 --seed 0 --evaluator embedded --output "$2" --no-progress
+    tcobalt rollout --engine "$ROLLOUT_ENGINE" --model "$(model_dir)" --input "$1" --samples "$ROLLOUT_SAMPLES" \
+        --turns 2 --max-tokens "$ROLLOUT_TOKENS" --temperature 1.0 --seed 0 --evaluator embedded --output "$2" --no-progress
 }
 
-# cobalt_rows RECORDS... -> $DATA/<sub>/{train,val}.parquet via build-prompts + make-verl-data.
+# cobalt_rows SUB RECORDS... -> $DATA/<sub>/{train,val}.parquet: cobalt eval (build-prompts needs
+# every turn's hidden pass rate), build-prompts, make-verl-data; fails when no training row came out.
 cobalt_rows() {
     local sub="$1"; shift
     local dir="$WORK/prompts/$sub"
-    mkdir -p "$dir"
+    rm -rf "$dir" && mkdir -p "$dir"
     cat "$@" > "$dir/records.jsonl"
-    tcobalt build-prompts --input "$dir/records.jsonl" --output "$dir/train.jsonl" --model-name "$(model_dir)" --no-progress
-    tcobalt build-prompts --input "$dir/records.jsonl" --output "$dir/val.jsonl" --model-name "$(model_dir)" --is-test --no-progress
+    tcobalt eval --input "$dir/records.jsonl" --output "$dir/evaluated.jsonl" --pass-n "$ROLLOUT_SAMPLES" --no-progress
+    tcobalt build-prompts --input "$dir/evaluated.jsonl" --output "$dir/train.jsonl" --model-name "$(model_dir)" --no-progress
+    tcobalt build-prompts --input "$dir/evaluated.jsonl" --output "$dir/val.jsonl" --model-name "$(model_dir)" --is-test --no-progress
+    [[ -s "$dir/train.jsonl" ]] || { echo "build-prompts: no prompt rows for $sub"; return 1; }
+    [[ -s "$dir/val.jsonl" ]] || cp "$dir/train.jsonl" "$dir/val.jsonl"
     tcobalt make-verl-data --kind cobalt --train "$dir/train.jsonl" --val "$dir/val.jsonl" \
         --out-dir "$DATA/$sub" --tokenizer "$(model_dir)" --no-progress
 }
 
 do_data() {
     ensure_model
+    stop_ray   # in-process vLLM needs the GPU memory a vllm_actor app of the inference proof holds
     local problems="$WARM_DIR/problems.jsonl"
     tcobalt make-verl-data --kind single-turn --train "$problems" --val "$problems" \
         --out-dir "$DATA/single_turn" --tokenizer "$(model_dir)" --no-progress
@@ -143,10 +151,11 @@ do_compare() {
         if [[ $label == base ]]; then model="$(model_dir)"; else model="$WORK/trained"; fi
         rm -f "$dir/$label".*
         tcobalt rollout --engine "$ROLLOUT_ENGINE" --model "$model" --input "$WARM_DIR/problems.jsonl" --limit 8 \
-            --samples 4 --turns 2 --max-tokens 512 --seed 0 --evaluator embedded --output "$dir/$label.jsonl" --no-progress
-        tcobalt eval --input "$dir/$label.jsonl" --output "$dir/$label.evaluated.jsonl" --no-progress
+            --samples "$ROLLOUT_SAMPLES" --turns 2 --max-tokens "$ROLLOUT_TOKENS" --temperature 1.0 --seed 0 \
+            --evaluator embedded --output "$dir/$label.jsonl" --no-progress
+        tcobalt eval --input "$dir/$label.jsonl" --output "$dir/$label.evaluated.jsonl" --pass-n "$ROLLOUT_SAMPLES" --no-progress
     done
-    tcobalt report "$dir/base.evaluated.jsonl" "$dir/trained.evaluated.jsonl" --labels base trained \
+    tcobalt report "$dir/base.evaluated.jsonl" "$dir/trained.evaluated.jsonl" --labels base trained --pass-n "$ROLLOUT_SAMPLES" \
         --out-dir "$dir/report" --note "tiny Qwen3 (hidden $TINY_HIDDEN, $TINY_LAYERS layers): warm-started vs after GRPO (Cobalt, 3 steps)"
     cat "$dir/report/pass_at_1.md"
 }
@@ -163,7 +172,7 @@ for s in "$@"; do
         *) echo "prove_training: unknown step '$s'" >&2; exit 2 ;;
     esac
 done
-tar -C "$WORK" -czf "$OUT/results.tar.gz" --exclude='*.safetensors' --exclude='*.pt' --exclude='_base' \
+tar -C "$WORK" -czf "$OUT/training_results.tar.gz" --exclude='*.safetensors' --exclude='*.pt' --exclude='_base' \
     tiny-warm/warm_start.json verl prompts compare $(cd "$WORK" && ls -d runs/*/train_config.json runs/*/validation 2>/dev/null) \
     2>/dev/null || true
 failed=0

@@ -78,9 +78,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def shipped_problems():
     """The LeetCode slice shipped in ``cobalt/fixtures`` (problems with reference answers)."""
     from cobalt.data.leetcode import load_leetcode
-    from cobalt.demo import SAMPLE
+    from cobalt.rollout.leetcode import SAMPLE_FILE
 
-    return load_leetcode(SAMPLE)
+    return load_leetcode(SAMPLE_FILE)
 
 
 def problems_record(problem, n_public: int = 4) -> dict:
