@@ -19,7 +19,7 @@
 
 export N_GPUS_PER_NODE="${N_GPUS_PER_NODE:-1}"
 export ROLLOUT_TP="${ROLLOUT_TP:-1}"
-export EVALUATOR_REPLICAS="${EVALUATOR_REPLICAS:-8}"
+export EVALUATOR_REPLICAS="${EVALUATOR_REPLICAS:-4}"
 export VLLM_USE_FLASHINFER_SAMPLER="${VLLM_USE_FLASHINFER_SAMPLER:-0}"
 
 TINY_OVERRIDES=(
@@ -41,4 +41,8 @@ TINY_OVERRIDES=(
     trainer.test_freq=2
     trainer.save_freq=2
     trainer.max_actor_ckpt_to_keep=2
+    # 16 cores: the evaluator's replicas, verl's reward workers and TransferQueue's storage
+    # actors each take a CPU; with verl's defaults (8 + 8 + 8) the trainer waits forever
+    reward.num_workers=2
+    transfer_queue.backend.SimpleStorage.num_data_storage_units=1
 )

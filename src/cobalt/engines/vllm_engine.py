@@ -15,6 +15,7 @@ The Ray Serve deployment of this engine is :mod:`cobalt.engines.vllm_serve`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import uuid
 from typing import Any, Sequence
@@ -170,6 +171,11 @@ class VLLMEngine(Engine):
     async def _one(self, conversation: Sequence[ChatMessage], params: SamplingParams, index: int) -> list[Completion]:
         import vllm
 
+        if params.temperature == 0 and params.n > 1:
+            # vLLM refuses n > 1 with greedy decoding: n single requests give the same answers
+            single = dataclasses.replace(params, n=1)
+            parts = await gather_or_cancel([self._one(conversation, single, index) for _ in range(params.n)])
+            return [c for part in parts for c in part]
         engine = self._start()
         ids = self.prompt_ids(conversation, params.enable_thinking)
         kwargs = vllm_sampling_kwargs(params, conversation_seed(params, index))

@@ -150,6 +150,12 @@ def _hydra_value(value: str) -> str:
     return f"'{escaped}'"
 
 
+def _hydra_string(value: str) -> str:
+    """``value`` as a quoted Hydra string (so that ``1`` or ``true`` stay strings)."""
+    escaped = str(value).replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{escaped}'"
+
+
 def build_overrides(run: str, settings: RunSettings | None = None) -> list[str]:
     """The Hydra overrides of ``verl.trainer.main_ppo`` for paper run ``run``, in order.
 
@@ -245,7 +251,8 @@ def _common_overrides(spec: RunSpec, s: RunSettings, train: str, val: str, exper
         # verl's workers get their environment from Ray, not from this shell
         f"+ray_kwargs.ray_init.runtime_env.env_vars.COBALT_EVALUATOR={s.evaluator}",
         *(
-            f"+ray_kwargs.ray_init.runtime_env.env_vars.{name}={_hydra_value(value)}"
+            # always quoted: Ray wants str values, and Hydra reads a bare 1 as an int
+            f"+ray_kwargs.ray_init.runtime_env.env_vars.{name}={_hydra_string(value)}"
             for name, value in sorted(s.worker_env.items())
             if name not in ("COBALT_EVALUATOR", "COBALT_PROFILE")
         ),
