@@ -8,7 +8,7 @@
 # Env:    MUTMUT_CHILDREN  parallel workers (default: number of cores)
 #         KEEP=1           keep the scratch folder (mutmut's results, `mutmut show NAME`)
 #
-# Each target runs in a scratch copy of the repository (src/, tests/, pyproject.toml),
+# Each target runs in a scratch copy of the repository (src/, tests/, preproc/, pyproject.toml),
 # with ../shared linked beside it, so that mutmut's `mutants/` folder and cache never
 # touch the work tree. The tool is mutmut (pinned in the `dev` extra and constraints.txt).
 # The surviving mutants are listed at the end; docs/TESTING.md records the last run and
@@ -22,7 +22,7 @@ CHILDREN="${MUTMUT_CHILDREN:-$(nproc)}"
 
 # target -> "module glob|test paths"
 declare -A TARGETS=(
-  [compare]="src/cobalt/execution/compare.py|tests/unit/execution"
+  [compare]="src/cobalt/execution/compare.py|tests/unit/execution/test_compare.py"
   [feedback]="src/cobalt/execution/feedback.py|tests/unit/execution/test_feedback.py"
   [reward]="src/cobalt/reward/*|tests/unit/reward"
   [shaped]="src/cobalt/reward/shaped.py|tests/unit/reward/test_shaped.py"
@@ -50,7 +50,7 @@ for target in "$@"; do
   tests="${spec#*|}"
   scratch="$(mktemp -d "${TMPDIR:-/tmp}/cobalt-mutation-$target.XXXXXX")"
   mkdir "$scratch/repo"
-  cp -r "$REPO/src" "$REPO/tests" "$scratch/repo/"
+  cp -r "$REPO/src" "$REPO/tests" "$REPO/preproc" "$scratch/repo/"  # preproc: the paper-script shims some tests run
   # pyproject without any [tool.mutmut] table, so that the setup.cfg below is read
   sed '/^\[tool\.mutmut\]/,/^\[/{/^\[tool\.mutmut\]/d;/^\[/!d}' "$REPO/pyproject.toml" > "$scratch/repo/pyproject.toml"
   ln -s "$SHARED" "$scratch/repo/shared"  # tests find ../shared from mutants/ (repo/mutants/..)
@@ -58,6 +58,7 @@ for target in "$@"; do
     echo "[mutmut]"
     echo "source_paths = src"
     echo "only_mutate = $module"
+    echo "also_copy = preproc"
     echo "pytest_add_cli_args_test_selection ="
     for t in $tests; do echo "    $t"; done
     echo "pytest_add_cli_args = -p no:cacheprovider -q"
