@@ -28,7 +28,7 @@ declare -A TARGETS=(
   [shaped]="src/cobalt/reward/shaped.py|tests/unit/reward/test_shaped.py"
   [scoring]="src/cobalt/reward/scoring.py|tests/unit/reward/test_scoring.py"
   [trajectories]="src/cobalt/data/trajectories.py|tests/unit/data/test_trajectories.py tests/unit/data/test_max_variance.py tests/unit/data/test_trajectories_cli.py"
-  [perturbation]="src/cobalt/data/perturbation.py|tests/unit/data/test_perturbation.py"
+  [perturbation]="src/cobalt/data/perturbation.py|tests/unit/data/test_perturbation.py tests/unit/data/test_public_test_set.py"
 )
 if [ "$#" -eq 0 ]; then
   set -- compare feedback reward trajectories perturbation
