@@ -7,6 +7,8 @@
 #   (default: all of compare feedback reward trajectories perturbation).
 # Env:    MUTMUT_CHILDREN  parallel workers (default: number of cores)
 #         KEEP=1           keep the scratch folder (mutmut's results, `mutmut show NAME`)
+#         MUTANTS="GLOB …" only these mutants (mutmut names, `*` allowed), e.g.
+#                          MUTANTS='cobalt.reward.scoring.x_compute_score*' scripts/mutation.sh scoring
 #
 # Each target runs in a scratch copy of the repository (src/, tests/, preproc/, pyproject.toml),
 # with ../shared linked beside it, so that mutmut's `mutants/` folder and cache never
@@ -68,7 +70,8 @@ for target in "$@"; do
     cd "$scratch/repo"
     unset PYTHONPATH  # the mutated copy must be what the tests import
     export TIKTOKEN_CACHE_DIR="${TIKTOKEN_CACHE_DIR:-$SHARED/data/tiktoken}"
-    "$PY" -m mutmut run --max-children "$CHILDREN" > "$scratch/run.log" 2>&1 || true
+    # shellcheck disable=SC2086  # MUTANTS is a list of globs for mutmut, not for the shell
+    (set -f; "$PY" -m mutmut run --max-children "$CHILDREN" ${MUTANTS:-} > "$scratch/run.log" 2>&1) || true
     tr '\r' '\n' < "$scratch/run.log" | grep -E '[0-9]+/[0-9]+ ' | tail -n 1 || true
     "$PY" -m mutmut results > "$scratch/results.txt" 2>&1 || true
     survived="$(grep -c ': survived' "$scratch/results.txt" || true)"
