@@ -7,8 +7,10 @@
 #   (default: all of compare feedback reward trajectories perturbation).
 # Env:    MUTMUT_CHILDREN  parallel workers (default: number of cores)
 #         KEEP=1           keep the scratch folder (mutmut's results, `mutmut show NAME`)
+#         MUTANTS="GLOB …" only these mutants (mutmut names, `*` allowed), e.g.
+#                          MUTANTS='cobalt.reward.scoring.x_compute_score*' scripts/mutation.sh scoring
 #
-# Each target runs in a scratch copy of the repository (src/, tests/, pyproject.toml),
+# Each target runs in a scratch copy of the repository (src/, tests/, preproc/, pyproject.toml),
 # with ../shared linked beside it, so that mutmut's `mutants/` folder and cache never
 # touch the work tree. The tool is mutmut (pinned in the `dev` extra and constraints.txt).
 # The surviving mutants are listed at the end; docs/TESTING.md records the last run and
@@ -22,13 +24,13 @@ CHILDREN="${MUTMUT_CHILDREN:-$(nproc)}"
 
 # target -> "module glob|test paths"
 declare -A TARGETS=(
-  [compare]="src/cobalt/execution/compare.py|tests/unit/execution"
+  [compare]="src/cobalt/execution/compare.py|tests/unit/execution/test_compare.py"
   [feedback]="src/cobalt/execution/feedback.py|tests/unit/execution/test_feedback.py"
   [reward]="src/cobalt/reward/*|tests/unit/reward"
   [shaped]="src/cobalt/reward/shaped.py|tests/unit/reward/test_shaped.py"
   [scoring]="src/cobalt/reward/scoring.py|tests/unit/reward/test_scoring.py"
   [trajectories]="src/cobalt/data/trajectories.py|tests/unit/data/test_trajectories.py tests/unit/data/test_max_variance.py tests/unit/data/test_trajectories_cli.py"
-  [perturbation]="src/cobalt/data/perturbation.py|tests/unit/data/test_perturbation.py"
+  [perturbation]="src/cobalt/data/perturbation.py|tests/unit/data/test_perturbation.py tests/unit/data/test_public_test_set.py"
 )
 if [ "$#" -eq 0 ]; then
   set -- compare feedback reward trajectories perturbation
@@ -50,7 +52,7 @@ for target in "$@"; do
   tests="${spec#*|}"
   scratch="$(mktemp -d "${TMPDIR:-/tmp}/cobalt-mutation-$target.XXXXXX")"
   mkdir "$scratch/repo"
-  cp -r "$REPO/src" "$REPO/tests" "$scratch/repo/"
+  cp -r "$REPO/src" "$REPO/tests" "$REPO/preproc" "$scratch/repo/"  # preproc: the paper-script shims some tests run
   # pyproject without any [tool.mutmut] table, so that the setup.cfg below is read
   sed '/^\[tool\.mutmut\]/,/^\[/{/^\[tool\.mutmut\]/d;/^\[/!d}' "$REPO/pyproject.toml" > "$scratch/repo/pyproject.toml"
   ln -s "$SHARED" "$scratch/repo/shared"  # tests find ../shared from mutants/ (repo/mutants/..)
@@ -58,6 +60,7 @@ for target in "$@"; do
     echo "[mutmut]"
     echo "source_paths = src"
     echo "only_mutate = $module"
+    echo "also_copy = preproc"
     echo "pytest_add_cli_args_test_selection ="
     for t in $tests; do echo "    $t"; done
     echo "pytest_add_cli_args = -p no:cacheprovider -q"
@@ -67,7 +70,8 @@ for target in "$@"; do
     cd "$scratch/repo"
     unset PYTHONPATH  # the mutated copy must be what the tests import
     export TIKTOKEN_CACHE_DIR="${TIKTOKEN_CACHE_DIR:-$SHARED/data/tiktoken}"
-    "$PY" -m mutmut run --max-children "$CHILDREN" > "$scratch/run.log" 2>&1 || true
+    # shellcheck disable=SC2086  # MUTANTS is a list of globs for mutmut, not for the shell
+    (set -f; "$PY" -m mutmut run --max-children "$CHILDREN" ${MUTANTS:-} > "$scratch/run.log" 2>&1) || true
     tr '\r' '\n' < "$scratch/run.log" | grep -E '[0-9]+/[0-9]+ ' | tail -n 1 || true
     "$PY" -m mutmut results > "$scratch/results.txt" 2>&1 || true
     survived="$(grep -c ': survived' "$scratch/results.txt" || true)"

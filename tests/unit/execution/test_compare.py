@@ -132,3 +132,115 @@ def test_parse_value_reads_python_literals_and_falls_back_to_text():
     assert parse_value("{1: (2, 3)}") == {"1": [2, 3]}
     assert parse_value("{3, 1}") == [1, 3]
     assert parse_value("  hello world ") == "hello world"
+
+
+# --- rows added after mutation testing (docs/TESTING.md, "Mutation testing") ---
+
+
+@pytest.mark.parametrize("actual,expected,paper,cobalt", [
+    ("42", "42\u3000", True, False),    # the profile strips the expected output too, not only the program's
+    ("42", "\x1c42", True, False),
+    ("Cobalt", "cobalt", False, False),  # case matters, in either direction
+    ("cobalt", "Cobalt", False, False),
+])
+def test_exact_rule_strips_both_sides_by_the_profile(actual, expected, paper, cobalt):
+    assert outputs_match_exact(actual, expected, "paper") is paper
+    assert outputs_match_exact(actual, expected, "cobalt") is cobalt
+
+
+@pytest.mark.parametrize("actual,expected,verdict", [
+    ("Cobalt", "cobalt", False),                  # case matters, in either direction
+    ("cobalt", "Cobalt", False),
+    ("1\r\n2", "1\n2", True),                     # CRLF line ends are line ends
+    ("1 \n2", "1\n2\t", True),                    # trailing spaces of every line, not only the last
+    ("1\n2", "1\n3", False),                      # a wrong line after a matching one
+    ("1\n2 3", "1\n2 4", False),
+    ("1 2", "1 2 3", False),                      # a missing token on a line
+    ("1 2 3", "1 2", False),
+    ("1000000.5", "1000000.6", True),             # relative tolerance: 1e-7 apart relative to the size
+    ("1000000.5", "1000010.5", False),            # 1e-5 apart: too far
+    ("0.0000001", "0.0", True),                   # absolute tolerance near zero
+    ("-0.0000005", "0.0000004", True),
+    ("0.00001", "0.0", False),
+    ("1e400", "1E400", True),                     # both overflow to infinity
+    ("1e400", "5.0", False),                      # an overflowing number is not a finite one
+    ("5.0", "-1e400", False),
+])
+def test_tolerant_rule_more_rows(actual, expected, verdict):
+    assert outputs_match_tolerant(actual, expected, 1e-6) is verdict
+
+
+def test_tolerant_rule_default_tolerance_is_one_millionth():
+    assert outputs_match_tolerant("2.0000015", "2.0")          # 7.5e-7 relative
+    assert not outputs_match_tolerant("2.00002", "2.0")        # 1e-5 relative
+    assert not outputs_match_tolerant("1.5", "1.0")
+
+
+def test_numbers_match_with_infinities():
+    assert compare.numbers_match("1e400", "1e999", 1e-6)        # both +inf
+    assert not compare.numbers_match("1e400", "-1e400", 1e-6)
+    assert not compare.numbers_match("1e400", "1.5", 1e-6)
+    assert not compare.numbers_match("2.5", "1e400", 1e-6)
+
+
+@pytest.mark.parametrize("actual,expected,verdict", [
+    (float("nan"), 1.0, False),                   # NaN equals only NaN
+    (1.0, float("nan"), False),
+    (1000000.5, 1000000.6, True),                 # relative tolerance
+    (1000000.5, 1000010.5, False),
+    (1e-7, 0.0, True),                            # absolute tolerance near zero
+    (1e-5, 0.0, False),
+    (1.5, "1.5", False),                          # a float is not its text
+    (1.5, None, False),
+    ("1.5", 1.5, False),
+    (["a"], "a", False),                          # a list of one item is not the item
+    ([1], 1, False),
+    ("a", ["a"], False),
+    ({"a": 1}, [["a", 1]], False),                # a dict is not a list of pairs
+    ([["a", 1]], {"a": 1}, False),
+    ({"a": 1}, None, False),
+    ({"x": 1.0000001}, {"x": 1.0}, True),         # floats inside a dict use the tolerance
+    ({"x": [2.0000001]}, {"x": [2.0]}, True),
+])
+def test_values_match_more_rows(actual, expected, verdict):
+    assert values_match(actual, expected) is verdict
+
+
+def test_values_match_passes_the_tolerance_down():
+    assert values_match({"x": 1.05}, {"x": 1.0}, tol=0.1)
+    assert not values_match({"x": 1.05}, {"x": 1.0}, tol=0.01)
+    assert values_match([[1.05]], [[1.0]], tol=0.1)
+
+
+def test_long_integers_keep_their_sign_and_digits():
+    nines = "9" * 5000
+    power = "1" + "0" * 5000                      # 10**5000
+    assert str(parse_json(nines)) == nines
+    assert str(parse_json("-" + nines)) == "-" + nines
+    assert str(parse_json(power)) == power
+    assert str(parse_json("[-" + power + "]")[0]) == "-" + power
+    assert not values_match(parse_json("-" + nines), parse_json(nines))
+    assert not values_match(parse_json(power), parse_json("1" + "0" * 4999))
+    # a long integer is not the string of its digits, either way round
+    assert not values_match(parse_json(nines), nines)
+    assert not values_match(nines, parse_json(nines))
+
+
+def test_parse_json_deep_nesting_message_says_why():
+    with pytest.raises(ValueError, match="^value nested too deeply to judge$"):
+        parse_json("[" * 100000 + "]" * 100000)
+
+
+def test_parse_value_reads_json_names_inside_python_literals():
+    # single quotes make these Python, not JSON; null/true/false still read as values
+    assert parse_value("{'a': true, 'b': null, 'c': false}") == {"a": True, "b": None, "c": False}
+    assert parse_value("[true, 'x']") == [True, "x"]
+    assert parse_value("(null,)") == [None]
+    assert parse_value("[x, 'y']") == "[x, 'y']"  # any other name is not a value: the text itself
+
+
+def test_parse_value_sorts_a_set_of_mixed_types_by_repr():
+    # repr("a") == "'a'" sorts before repr(1) == "1" (quote 0x27 < digit 0x31)
+    assert parse_value("{1, 'a'}") == ["a", 1]
+    # the sort key is the repr of the normalised item: (2,) becomes [2], and "[" 0x5b sorts after "1"
+    assert parse_value("{(2,), 1}") == [1, [2]]

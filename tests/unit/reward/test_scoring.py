@@ -352,3 +352,88 @@ async def test_no_code_is_judged_before_the_ground_truth(client, leetcode_rows, 
     train = await compute_score("lc", response, "{broken", None, client=client, profile=profile)
     val = await compute_score("lc", response, "{broken", {"is_val": True}, client=client, profile=profile)
     assert (train["score"], val["score"]) == (-1.0, 0.0) and train["reason"] == "no code block"
+
+
+async def test_unknown_profile_scores_as_paper_and_says_so(client, leetcode_rows, caplog):
+    """A misspelt profile must not fail the batch: the row is scored under ``paper`` and one
+    warning names the bad value; a call without a profile is ``paper`` with no warning."""
+    row = leetcode_rows[COLLECT]
+    tests = json.dumps(call_tests(row))
+    with caplog.at_level(logging.WARNING, logger="cobalt.reward.scoring"):
+        right = await compute_score("lc", with_code(row, row["prompt"] + row["completion"]), tests, None,
+                                    client=client, profile="papr")
+        broken_val = await compute_score("lc", None, tests, {"is_val": True}, client=client, profile="papr")
+    assert right["score"] == 1.0 and not right["eval_failed"]
+    assert broken_val["score"] == -1.0  # paper's score for a row the reward cannot score, also in validation
+    said = [r.getMessage() for r in caplog.records if "scoring with the paper profile" in r.getMessage()]
+    assert len(said) == 2 and all(m.startswith("reward: ") and "papr" in m for m in said)
+    # a row without extra_info["index"] is named by its data source alone
+    assert "reward: a row of 'lc' scores as failed: response is NoneType, not str" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="cobalt.reward.scoring"):
+        default = await compute_score("lc", with_code(row, row["prompt"] + row["completion"]), tests, None,
+                                      client=client)
+    assert default["score"] == 1.0 and caplog.records == []
+
+
+async def test_bad_extra_info_result_dict_by_hand(client, leetcode_rows, caplog):
+    """A validation row whose prev_best_pass_rate is not a number: cobalt's failure score 0 in
+    validation, every logged field written by hand (prev best unknown: 0; nothing ran: no code, 0 tests)."""
+    row = leetcode_rows[COLLECT]
+    with caplog.at_level(logging.WARNING, logger="cobalt.reward.scoring"):
+        out = await compute_score("lc", with_code(row, row["prompt"] + row["completion"]),
+                                  json.dumps(call_tests(row)), {"is_val": True, "prev_best_pass_rate": "high"},
+                                  client=client, profile="cobalt")
+    assert "reward: a row of 'lc' scores as failed: bad extra_info: could not convert" in caplog.text
+    assert out == {
+        "score": 0.0, "pass_rate": 0.0, "prev_best_pass_rate": 0.0, "correctness": 0.0, "improvement": 0.0,
+        "format": 0.0, "format_violation": "", "think_tokens": -1, "answer_tokens": -1,
+        "explanation_tokens": -1, "keyword_bonus": 0.0, "is_val": True, "acc": 0.0, "has_code": False,
+        "n_tests": 0, "eval_failed": True, "reason": "bad extra_info: could not convert string to float: 'high'",
+    }
+
+
+class _FailingCounter:
+    """A tokenizer that breaks: trouble inside the reward function after the evaluation ran."""
+
+    name = "failing"
+
+    def count(self, text: str) -> int:
+        raise RuntimeError("tokenizer gone")
+
+
+@pytest.mark.parametrize("profile", ["paper", "cobalt"])
+async def test_unexpected_error_result_dict_by_hand(client, leetcode_rows, caplog, profile):
+    """A training row (the failing answer's format term needs the tokenizer): -1 in both profiles."""
+    score = -1.0
+    row = leetcode_rows[COLLECT]
+    with caplog.at_level(logging.WARNING, logger="cobalt.reward.scoring"):
+        out = await compute_score("lc", with_code(row, _wrong(row, "return -1")), json.dumps(call_tests(row)),
+                                  {"prev_best_pass_rate": 0.25, "index": 4}, client=client,
+                                  token_counter=_FailingCounter(), profile=profile)
+    assert out == {
+        "score": score, "pass_rate": 0.0, "prev_best_pass_rate": 0.25, "correctness": score, "improvement": 0.0,
+        "format": 0.0, "format_violation": "", "think_tokens": -1, "answer_tokens": -1,
+        "explanation_tokens": -1, "keyword_bonus": 0.0, "is_val": False, "acc": 0.0, "has_code": False,
+        "n_tests": 0, "eval_failed": True, "reason": "unexpected RuntimeError: tokenizer gone",
+    }
+    assert "reward: row 4 of 'lc' scores as failed: unexpected RuntimeError: tokenizer gone" in caplog.text
+
+
+class _BadTimeout:
+    """The real embedded evaluator, misconfigured with a timeout that is not a number."""
+
+    def __init__(self, inner):
+        self.inner, self.timeout_s = inner, "soon"
+
+    async def evaluate(self, code, tests):
+        return await self.inner.evaluate(code, tests)
+
+
+@pytest.mark.parametrize("profile,score", [("paper", -1.0), ("cobalt", 0.0)])
+async def test_unexpected_error_in_validation_scores_by_profile(client, leetcode_rows, profile, score):
+    row = leetcode_rows[COLLECT]
+    out = await compute_score("lc", with_code(row, row["prompt"] + row["completion"]), json.dumps(call_tests(row)),
+                              {"split": "test"}, client=_BadTimeout(client), profile=profile)
+    assert (out["score"], out["correctness"], out["is_val"], out["eval_failed"]) == (score, score, True, True)
+    assert out["reason"] == "unexpected ValueError: could not convert string to float: 'soon'"
