@@ -30,7 +30,7 @@ if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ] || [ constraints.txt -nt
   .venv/bin/python -m pip install -q --upgrade "pip==26.3"
   # CPU torch first (verl needs it; GPU machines install their CUDA build instead).
   .venv/bin/python -m pip install -q -c constraints.txt "torch==2.13.0"
-  .venv/bin/python -m pip install -q -c constraints.txt -e ".[serve,reward,data,train,dev]"
+  .venv/bin/python -m pip install -q -c constraints.txt -e ".[serve,reward,data,train,api,dev]"
   touch "$STAMP"
 fi
 .venv/bin/cobalt --version
