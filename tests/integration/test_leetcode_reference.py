@@ -57,8 +57,13 @@ def _failures(name, problems, results):
 
 
 def _shown_output(fb: str) -> str:
-    """The 'Your output:' block of one test's feedback."""
-    return fb.split("Your output:\n", 1)[1].split("\nExpected output:", 1)[0]
+    """The program's output block of one test's feedback, in either profile's layout
+    ("Program's Output:" then "Expected Output:" in paper, "Your output:" then
+    "Expected output:" in cobalt)."""
+    for label, end in (("Program's Output:\n", "\nExpected Output:"), ("Your output:\n", "\nExpected output:")):
+        if label in fb:
+            return fb.split(label, 1)[1].split(end, 1)[0]
+    raise AssertionError(f"no output block in feedback: {fb[:200]!r}")
 
 
 def _node_problems(problems):
