@@ -8,6 +8,7 @@
 #               install_wheelhouse.sh install runs (log: install.log)
 #   STEP        inference (scripts/gpu/prove_inference.sh): model serve rollout bench-rollout bench-grpo
 #               training (scripts/gpu/prove_training.sh): data cobalt resume single perturbed merge compare
+#                 grpo-mt verpo-mt cost
 #               check: import everything and print versions (install_wheelhouse.sh check)
 #   Steps run in the order given; inference steps before training steps are passed together to
 #   prove_inference.sh, and so on. A step that fails does not stop the later ones.
@@ -31,7 +32,7 @@ for arg in "$@"; do
     if [[ -d "$arg" && -f "$arg/SHA256SUMS" ]]; then chunks+=("$arg")
     else
         case "$arg" in
-            model|serve|rollout|bench-rollout|bench-grpo|data|cobalt|resume|single|perturbed|merge|compare|check) steps+=("$arg") ;;
+            model|serve|rollout|bench-rollout|bench-grpo|data|cobalt|resume|single|perturbed|merge|compare|grpo-mt|verpo-mt|cost|check) steps+=("$arg") ;;
             *) echo "device_run: '$arg' is neither a chunk folder nor a step (see --help)" >&2
                [[ "$arg" == -h || "$arg" == --help ]] && sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
                exit 2 ;;

@@ -13,6 +13,9 @@
 #   perturbed  scripts/train_cobalt_perturbed.sh, 1 step
 #   merge      verl's model merger: the latest Cobalt checkpoint -> a Hugging Face folder
 #   compare    cobalt rollout, eval and report on the base (warm-started) and trained models
+#   grpo-mt    scripts/train_grpo_mt.sh (online multi-turn baseline, issue 17), 2 steps
+#   verpo-mt   scripts/train_verpo_mt.sh (the same with VeRPO's dense reward), 2 steps
+#   cost       cobalt cost-report over the training logs of this machine (seconds per example)
 # Every training run uses the tiny-size example scripts/gpu/tiny_overrides.sh. After each run
 # the per-step metrics that show learning (advantages, gradient norm, reward components,
 # responses judged, phase timings) are pulled from verl's console log into summary.log.
@@ -23,7 +26,8 @@
 #   ROLLOUT_TOKENS / ROLLOUT_SAMPLES   new tokens and samples of those rollouts [512 / 4]
 #   EXTRA_OVERRIDES  more Hydra overrides for every training run (space-separated) []
 # Logs in $OUT: summary.log, train_cobalt.log, train_resume.log, train_single.log,
-# train_perturbed.log, compare.log (data, merge, compare), results.tar.gz, ray_logs.tar.gz on failure.
+# train_perturbed.log, train_grpo_mt.log, train_verpo_mt.log, compare.log (data, merge, compare,
+# cost), results.tar.gz, ray_logs.tar.gz on failure.
 set -eo pipefail
 # shellcheck source=scripts/gpu/_gpu_common.sh
 source "$(dirname -- "${BASH_SOURCE[0]}")/_gpu_common.sh"
@@ -67,6 +71,8 @@ do_data() {
     local problems="$WARM_DIR/problems.jsonl"
     tcobalt make-verl-data --kind single-turn --train "$problems" --val "$problems" \
         --out-dir "$DATA/single_turn" --tokenizer "$(model_dir)" --no-progress
+    tcobalt make-verl-data --kind multiturn --train "$problems" --val "$problems" \
+        --out-dir "$DATA/multiturn" --tokenizer "$(model_dir)" --no-progress
     local records="$WORK/inference/records.jsonl"
     mkdir -p "$WORK/rollouts"
     [[ -s "$records" ]] || records="$WORK/rollouts/records.jsonl"
@@ -132,6 +138,39 @@ do_resume() {
 do_single() { train scripts/train_grpo_single_turn.sh single-turn 1 trainer.test_freq=1 trainer.save_freq=-1; }
 do_perturbed() { train scripts/train_cobalt_perturbed.sh cobalt-perturbed 1 trainer.test_freq=1 trainer.save_freq=-1; }
 
+# The baselines: 2 steps, no validation or checkpoint; trajectories of up to 1,024 tokens (the
+# per-turn cap stays the run's; the budget caps each turn) and 2 agent-loop workers (16 cores).
+BASELINE_OVERRIDES=(trainer.test_freq=-1 trainer.save_freq=-1 data.max_response_length=1024
+    actor_rollout_ref.rollout.agent.num_workers=2)
+do_grpo_mt() { train scripts/train_grpo_mt.sh grpo-mt 2 "${BASELINE_OVERRIDES[@]}"; }
+do_verpo_mt() { train scripts/train_verpo_mt.sh verpo-mt 2 "${BASELINE_OVERRIDES[@]}"; }
+
+# cost: seconds per example from each run's own step timings (the runs that exist here), all
+# steps, then without the first (its one-off start-up) for the runs that logged 2 steps or more.
+do_cost() {
+    local all=() later=() name log n
+    for name in cobalt single-turn cobalt-perturbed grpo-mt verpo-mt; do
+        case "$name" in
+            cobalt) log=train_cobalt.log ;; single-turn) log=train_single.log ;;
+            cobalt-perturbed) log=train_perturbed.log ;; grpo-mt) log=train_grpo_mt.log ;;
+            verpo-mt) log=train_verpo_mt.log ;;
+        esac
+        n=$(grep -c 'timing_s/step' "$OUT/$log" 2>/dev/null) || n=0
+        [[ "$n" -gt 0 ]] || continue
+        local one=(--run "$name=$OUT/$log")
+        [[ -f "$RUNS/$name/train_config.json" ]] && one+=(--config "$name=$RUNS/$name/train_config.json")
+        all+=("${one[@]}")
+        [[ "$n" -gt 1 ]] && later+=("${one[@]}")
+    done
+    [[ ${#all[@]} -gt 0 ]] || { echo "cost: no training log with timing_s/step here"; return 1; }
+    echo "cost, every step:" | tee -a "$OUT/summary.log"
+    tcobalt cost-report "${all[@]}" --paper | tee -a "$OUT/summary.log"
+    if [[ ${#later[@]} -gt 0 ]]; then
+        echo "cost, without step 1:" | tee -a "$OUT/summary.log"
+        tcobalt cost-report "${later[@]}" --skip-first 1 | tee -a "$OUT/summary.log"
+    fi
+}
+
 do_merge() {
     local ckpt="$RUNS/cobalt/checkpoints"
     local step; step="$(cat "$ckpt/latest_checkpointed_iteration.txt")"
@@ -169,6 +208,9 @@ for s in "$@"; do
         perturbed) step perturbed train_perturbed.log do_perturbed; metrics train_perturbed.log ;;
         merge) step merge compare.log do_merge ;;
         compare) step compare compare.log do_compare ;;
+        grpo-mt) step grpo-mt train_grpo_mt.log do_grpo_mt; metrics train_grpo_mt.log ;;
+        verpo-mt) step verpo-mt train_verpo_mt.log do_verpo_mt; metrics train_verpo_mt.log ;;
+        cost) step cost compare.log do_cost ;;
         *) echo "prove_training: unknown step '$s'" >&2; exit 2 ;;
     esac
 done

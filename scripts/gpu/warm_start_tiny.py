@@ -10,6 +10,19 @@ The prompt is the single-turn training prompt (system + instruction templates)
 under the Qwen3 chat template, thinking on, as veRL renders it. The loss covers
 the response tokens only.
 
+With ``--curriculum repair`` (the default) each problem also teaches the repair
+turn, so that multi-turn rollouts of the tiny model have trajectories that
+improve (what ``cobalt build-prompts`` keeps) and the online baselines see a
+repair: a "broken" first answer (the reference without its last ``return``
+line, a realistic bug whose tests fail with ``None``), the same prompt with that
+answer's history and the real sandbox feedback on the public tests followed by
+the reference, and the prompt with the reference's history and the
+all-tests-passed feedback followed by the reference again. The reference is
+taught twice as often as the broken answer, so at temperature 1 the first turn
+passes on some samples and fails on others. ``--curriculum single`` teaches
+the first turn only (every first turn passes once the model has learnt it, so
+no trajectory improves).
+
 Then it samples from the trained model at the training temperature and scores
 every sample with the project's own reward (``cobalt.reward.compute_score``,
 embedded sandboxed evaluator, public tests): the counts of responses with a
@@ -72,6 +85,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--sample-problems", type=int, default=8, help="problems to sample from after training")
     p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (veRL's training value)")
     p.add_argument("--max-new-tokens", type=int, default=384, help="new tokens per sample")
+    p.add_argument("--curriculum", choices=("repair", "single"), default="repair",
+                   help="repair: also teach a broken first answer and its repair after real feedback; "
+                   "single: the first turn's reference only (see the module docstring)")
     return p.parse_args(argv)
 
 
@@ -107,9 +123,9 @@ def messages(problem) -> list[dict]:
     return [{"role": "system", "content": system_prompt()}, {"role": "user", "content": problem_prompt(problem.question)}]
 
 
-def target(problem) -> str:
-    """The policy response a warm start teaches: thinking closed by </think>, one python block."""
-    return f"{THINK}```python\n{problem.reference.strip()}\n```"
+def target(code: str) -> str:
+    """The policy response a warm start teaches: thinking closed by </think>, one python block of ``code``."""
+    return f"{THINK}```python\n{code.strip()}\n```"
 
 
 def build_examples(tokenizer, problems, max_prompt_tokens: int):
@@ -118,14 +134,78 @@ def build_examples(tokenizer, problems, max_prompt_tokens: int):
     for problem in problems:
         if "`" in problem.reference:
             continue  # the format rule forbids backticks in the code
-        prompt = tokenizer.apply_chat_template(messages(problem), tokenize=False, add_generation_prompt=True)
-        prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        prompt_ids = prompt_token_ids(tokenizer, messages(problem))
         if len(prompt_ids) > max_prompt_tokens:
             continue
-        response_ids = tokenizer(target(problem) + "<|im_end|>", add_special_tokens=False)["input_ids"]
-        examples.append((problem, prompt_ids, response_ids))
+        examples.append((problem, prompt_ids, response_token_ids(tokenizer, problem.reference)))
     examples.sort(key=lambda e: (len(e[2]), e[0].task_id))
     return examples
+
+
+def prompt_token_ids(tokenizer, conversation: list[dict]) -> list[int]:
+    """Token ids of ``conversation`` under the chat template, ready for the assistant's answer."""
+    prompt = tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
+    return tokenizer(prompt, add_special_tokens=False)["input_ids"]
+
+
+def response_token_ids(tokenizer, code: str) -> list[int]:
+    """Token ids of the policy response that carries ``code`` (see :func:`target`), with its end token."""
+    return tokenizer(target(code) + "<|im_end|>", add_special_tokens=False)["input_ids"]
+
+
+def broken_variant(code: str) -> str:
+    """``code`` without its last ``return`` line (``pass`` in its place where the block would be empty)."""
+    import ast
+
+    lines = code.rstrip().split("\n")
+    last = max((i for i, line in enumerate(lines) if line.lstrip().startswith("return")), default=None)
+    if last is None:
+        return code + "\n        return None  # wrong on purpose" if "def " in code else code
+    dropped = lines[:last] + lines[last + 1:]
+    try:
+        ast.parse("\n".join(dropped))
+        return "\n".join(dropped)
+    except SyntaxError:
+        indent = lines[last][: len(lines[last]) - len(lines[last].lstrip())]
+        return "\n".join(lines[:last] + [indent + "pass"] + lines[last + 1:])
+
+
+def repair_examples(tokenizer, examples) -> list:
+    """The repair curriculum's extra examples for each first-turn example (module docstring).
+
+    The feedback is what a rollout shows: the public tests of :func:`problems_record` run in
+    the real sandbox (embedded evaluator), worded by ``cobalt.rollout.turns.next_user_message``,
+    after the earlier answer as ``cobalt.text.history_text`` keeps it.
+    """
+    from cobalt.data.problems import problem_from_dict
+    from cobalt.execution.client import EvaluatorClient
+    from cobalt.rollout.loop import first_turn_messages
+    from cobalt.rollout.turns import next_user_message
+    from cobalt.text import history_text
+
+    client = EvaluatorClient.embedded()
+
+    async def public_result(program: str, record) -> dict:
+        result = await client.evaluate(program, record.public)
+        return {"passing": list(result.passing), "feedback": list(result.feedback)}
+
+    extra = []
+    for problem, prompt_ids, response_ids in examples:
+        record = problem_from_dict(problems_record(problem), path="<warm start>", line=None)
+        first = first_turn_messages(record)
+        broken = broken_variant(problem.reference)
+        broken_ids = response_token_ids(tokenizer, broken)
+        extra.append((problem, prompt_ids, response_ids))  # the reference twice as often as the bug
+        extra.append((problem, prompt_ids, broken_ids))
+        for program in (broken, problem.reference):
+            answer = target(program)
+            public = asyncio.run(public_result(program, record))
+            follow_up = first + [
+                {"role": "assistant", "content": history_text(answer, enable_thinking=True)},
+                {"role": "user", "content": next_user_message(public)},
+            ]
+            extra.append((problem, prompt_token_ids(tokenizer, follow_up), response_ids))
+    return extra
 
 
 def batch_loss(model, batch, device, pad_id: int):
@@ -257,10 +337,11 @@ def main(argv: list[str] | None = None) -> int:
     if not examples:
         print("warm_start: error: no shipped problem fits --max-prompt-tokens", file=sys.stderr)
         return 2
-    print(f"warm_start: {len(examples)} problems, response tokens "
+    training = examples + (repair_examples(tokenizer, examples) if args.curriculum == "repair" else [])
+    print(f"warm_start: {len(examples)} problems, {len(training)} examples ({args.curriculum}), response tokens "
           f"{min(len(e[2]) for e in examples)}-{max(len(e[2]) for e in examples)}, device {device}", flush=True)
     start = time.monotonic()
-    losses = train(model, examples, args, device, pad_id)
+    losses = train(model, training, args, device, pad_id)
     train_s = time.monotonic() - start
 
     out.mkdir(parents=True, exist_ok=True)
