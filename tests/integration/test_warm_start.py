@@ -13,9 +13,9 @@ import pytest
 from cobalt.data.problems import problem_from_dict
 from cobalt.execution.client import EvaluatorClient
 
-
 ROOT = Path(__file__).resolve().parents[2]
 TOKENIZER = ROOT.parent / "shared" / "data" / "qwen3_tokenizer"
+
 
 @pytest.fixture(scope="module")
 def warm():
