@@ -116,11 +116,16 @@ SAMPLING = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "repetition_penalty":
 
 
 class ScriptedServer:
-    """verl's ``generate`` interface answering with the tokens of scripted texts (each ends its turn)."""
+    """verl's ``generate`` interface answering with the tokens of scripted texts (each ends its turn).
 
-    def __init__(self, tokenizer, texts):
+    Like verl's server manager, each answer reports the weight version that generated it
+    (``global_steps``, with ``min_``/``max_global_steps`` set to it); ``steps`` gives it per call.
+    """
+
+    def __init__(self, tokenizer, texts, steps=None):
         self.tokenizer = tokenizer
         self.texts = list(texts)
+        self.steps = list(steps) if steps is not None else [1] * len(self.texts)
         self.calls: list[tuple[list[int], dict]] = []
         self.end = tokenizer.convert_tokens_to_ids("<|im_end|>")
 
@@ -129,7 +134,9 @@ class ScriptedServer:
         text = self.texts[len(self.calls) - 1]
         ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.end]
         ids = ids[: sampling_params["max_tokens"]]
-        return TokenOutput(token_ids=ids, log_probs=[-0.25] * len(ids), stop_reason="completed")
+        step = self.steps[len(self.calls) - 1]
+        return TokenOutput(token_ids=ids, log_probs=[-0.25] * len(ids), stop_reason="completed",
+                           extra_fields={"global_steps": step, "min_global_steps": step, "max_global_steps": step})
 
     def ids(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False) + [self.end]
@@ -171,11 +178,13 @@ async def public_result(client, problem, text):
 
 
 async def test_repair_turn_then_stop_when_public_tests_pass(tmp_path, tokenizer, problem, client):
-    server = ScriptedServer(tokenizer, [problem["wrong"], problem["right"]])
+    server = ScriptedServer(tokenizer, [problem["wrong"], problem["right"]], steps=[5, 6])
     loop = make_loop(make_config(tmp_path), tokenizer, server, client)
     out = await loop.run(dict(SAMPLING), **row(problem))
 
     assert len(server.calls) == 2
+    # The weight versions verl's trainer reads per trajectory: first and last turn's.
+    assert (out.extra_fields["min_global_steps"], out.extra_fields["max_global_steps"]) == (5, 6)
     info = out.extra_fields["reward_extra_info"]
     assert (info["mt_programs"], info["mt_stop"], info["mt_first_public_pass_turn"]) == (2, "public_passed", 1)
 

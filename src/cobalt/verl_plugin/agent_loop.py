@@ -92,6 +92,26 @@ def _default_store(decay: float, prior: float):
     return _shared[key]
 
 
+def merge_server_fields(kept: dict[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """The rollout server's ``extra_fields`` over a trajectory's turns: the first turn's, with
+    ``max_global_steps`` from the latest turn that reports one.
+
+    verl's trainer reads ``min_global_steps`` and ``max_global_steps`` of every trajectory (the
+    weight versions that generated it); its own multi-turn loop keeps them the same way.
+
+    >>> merge_server_fields({}, {"min_global_steps": 3, "max_global_steps": 3})
+    {'min_global_steps': 3, 'max_global_steps': 3}
+    >>> merge_server_fields({"min_global_steps": 3, "max_global_steps": 3}, {"min_global_steps": 4, "max_global_steps": 4})
+    {'min_global_steps': 3, 'max_global_steps': 4}
+    """
+    if not kept:
+        return dict(new)
+    merged = dict(kept)
+    if new.get("max_global_steps") is not None:
+        merged["max_global_steps"] = new["max_global_steps"]
+    return merged
+
+
 def _tests(obj: Any, where: str):
     from cobalt.execution.base import TestCases
 
@@ -175,6 +195,7 @@ class CobaltCodeAgentLoop(AgentLoopBase):
         public_rates: list[float] = []
         first_pass_turn = -1
         stop = STOP_MAX_TURNS
+        server_fields: dict[str, Any] = {}
 
         for turn in range(self.max_programs):
             budget = self.response_length - len(mask)
@@ -184,6 +205,7 @@ class CobaltCodeAgentLoop(AgentLoopBase):
                 request_id=request_id, prompt_ids=token_ids, sampling_params=params, priority=int(priority)
             )
             timing["generate"] += time.perf_counter() - started
+            server_fields = merge_server_fields(server_fields, output.extra_fields or {})
             new_ids = list(output.token_ids)
             if turn == 0 and output.log_probs:
                 logprobs = []  # the server reports log-probabilities: keep them aligned with the mask
@@ -245,7 +267,7 @@ class CobaltCodeAgentLoop(AgentLoopBase):
             num_turns=2 * len(responses),
             metrics=AgentLoopMetrics(generate_sequences=timing["generate"], tool_calls=timing["execute"],
                                      compute_score=score_s),
-            extra_fields={"reward_extra_info": info, "turn_scores": public_rates, "tool_rewards": []},
+            extra_fields={**server_fields, "reward_extra_info": info, "turn_scores": public_rates, "tool_rewards": []},
         )
 
     async def _score(self, kwargs: Mapping[str, Any], extra_info: dict, final: str, all_tests, is_val: bool):
