@@ -42,7 +42,7 @@ import os
 from typing import Any, Iterable, Sequence
 
 from cobalt.engines._common import (
-    backoff_delay,
+    call_with_retries,
     completions_from_chat_response,
     conversation_seed,
     first_line,
@@ -309,25 +309,11 @@ class LiteLLMEngine(Engine):
         """One ``acompletion`` with the in-flight bound, per-attempt timeout and retries."""
         self._ensure_loop()
         assert self._sem is not None
-        retries = self.max_retries if max_retries is None else max_retries
-        attempt = 0
-        while True:
-            async with self._sem:
-                try:
-                    return await asyncio.wait_for(self._litellm.acompletion(**kwargs, **self._credentials),
-                                                  self.timeout)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - classified below
-                    failure = exc
-            if not self._retryable(failure) or attempt >= retries:
-                tries = f" (after {attempt + 1} attempts)" if attempt else ""
-                raise self._error(self._describe_failure(failure) + tries) from None
-            delay = backoff_delay(attempt, self.backoff, self.max_backoff, _retry_after(failure))
-            log.warning("litellm engine: %s; retry %d/%d in %.2f s", self._redact(self._describe_failure(failure)),
-                        attempt + 1, retries, delay)
-            attempt += 1
-            await asyncio.sleep(delay)
+        return await call_with_retries(
+            lambda: self._litellm.acompletion(**kwargs, **self._credentials), sem=self._sem, timeout=self.timeout,
+            max_retries=self.max_retries if max_retries is None else max_retries, backoff=self.backoff,
+            max_backoff=self.max_backoff, retryable=self._retryable, describe=self._describe_failure,
+            retry_after=_retry_after, error=self._error, log=log, name="litellm engine", redact_text=self._redact)
 
     async def check(self) -> None:
         """One request for a single token, no retries: a wrong key, model or endpoint fails here."""

@@ -21,7 +21,7 @@ import os
 from typing import Any, Sequence
 
 from cobalt.engines._common import (
-    backoff_delay,
+    call_with_retries,
     completions_from_chat_response,
     conversation_seed,
     first_line,
@@ -150,23 +150,11 @@ class OpenAIEngine(Engine):
         """One API call with the in-flight bound, per-attempt timeout and retries."""
         self._ensure_client()
         assert self._sem is not None
-        attempt = 0
-        while True:
-            async with self._sem:
-                try:
-                    return await asyncio.wait_for(func(**kwargs), self.timeout)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - classified below
-                    failure = exc
-            if not self._retryable(failure) or attempt >= self.max_retries:
-                tries = f" (after {attempt + 1} attempts)" if attempt else ""
-                raise self._error(self._describe_failure(failure) + tries) from None
-            delay = backoff_delay(attempt, self.backoff, self.max_backoff, _retry_after(failure))
-            log.warning("openai engine: %s; retry %d/%d in %.2f s", redact(self._describe_failure(failure),
-                        [self._api_key]), attempt + 1, self.max_retries, delay)
-            attempt += 1
-            await asyncio.sleep(delay)
+        return await call_with_retries(
+            lambda: func(**kwargs), sem=self._sem, timeout=self.timeout, max_retries=self.max_retries,
+            backoff=self.backoff, max_backoff=self.max_backoff, retryable=self._retryable,
+            describe=self._describe_failure, retry_after=_retry_after, error=self._error, log=log,
+            name="openai engine", redact_text=lambda text: redact(text, [self._api_key]))
 
     async def check(self) -> None:
         """List the endpoint's models once (no retries): unreachable endpoints and wrong keys fail here."""
