@@ -95,6 +95,26 @@ async def call_with_retries(
         await asyncio.sleep(delay)
 
 
+REQUEST_SEED_STRIDE = 1_000_003
+"""Request ``k`` of one conversation's split requests gets ``seed + k * REQUEST_SEED_STRIDE``: far from the others."""
+
+
+async def chat_completions_in_requests(sizes: Sequence[int], seed: int | None,
+                                       send: Callable[[int, int | None], Awaitable[Any]]) -> list[Completion]:
+    """One conversation's samples from one chat request per entry of ``sizes`` (see :func:`split_n`).
+
+    ``send(n, seed)`` returns the awaitable of one OpenAI-format chat response
+    with ``n`` choices; request ``k`` gets seed ``seed + k * REQUEST_SEED_STRIDE``
+    (None stays None). The requests run concurrently (the first failure cancels
+    the others); the completions come back in request order.
+    """
+    calls = [send(size, None if seed is None else seed + k * REQUEST_SEED_STRIDE) for k, size in enumerate(sizes)]
+    out: list[Completion] = []
+    for resp in await gather_or_cancel(calls):
+        out.extend(completions_from_chat_response(resp))
+    return out
+
+
 def redact(text: str, secrets: Iterable[str | None]) -> str:
     """``text`` with every non-empty secret replaced by ``***``.
 

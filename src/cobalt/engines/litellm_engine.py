@@ -43,7 +43,7 @@ from typing import Any, Iterable, Sequence
 
 from cobalt.engines._common import (
     call_with_retries,
-    completions_from_chat_response,
+    chat_completions_in_requests,
     conversation_seed,
     first_line,
     gather_or_cancel,
@@ -355,15 +355,9 @@ class LiteLLMEngine(Engine):
         return split_n(n, self.n_per_request)
 
     async def _one(self, conversation: Sequence[ChatMessage], params: SamplingParams, index: int) -> list[Completion]:
-        seed = conversation_seed(params, index)
-        calls = []
-        for k, size in enumerate(self._request_sizes(params.n)):
-            req_seed = None if seed is None else seed + k * 1_000_003
-            calls.append(self._call(self.request_kwargs(conversation, params, size, req_seed)))
-        out: list[Completion] = []
-        for resp in await gather_or_cancel(calls):
-            out.extend(completions_from_chat_response(resp))
-        return out
+        return await chat_completions_in_requests(
+            self._request_sizes(params.n), conversation_seed(params, index),
+            lambda n, seed: self._call(self.request_kwargs(conversation, params, n, seed)))
 
     async def generate(self, conversations: Sequence[Sequence[ChatMessage]], params: SamplingParams) -> list[list[Completion]]:
         """``params.n`` completions per conversation, requests sent concurrently up to ``max_in_flight``."""

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 from cobalt.engines._common import (
     call_with_retries,
-    completions_from_chat_response,
+    chat_completions_in_requests,
     conversation_seed,
     first_line,
     gather_or_cancel,
@@ -192,18 +192,9 @@ class OpenAIEngine(Engine):
         return kwargs
 
     async def _one(self, conversation: Sequence[ChatMessage], params: SamplingParams, index: int) -> list[Completion]:
-        seed = conversation_seed(params, index)
-        sizes = split_n(params.n, self.n_per_request)
-        calls = []
-        for k, size in enumerate(sizes):
-            # Each extra request of one conversation gets its own seed, far from the others.
-            req_seed = None if seed is None else seed + k * 1_000_003
-            calls.append(self._call(self._client_create, **self.request_body(conversation, params, size, req_seed)))
-        responses = await gather_or_cancel(calls)
-        out: list[Completion] = []
-        for resp in responses:
-            out.extend(completions_from_chat_response(resp))
-        return out
+        return await chat_completions_in_requests(
+            split_n(params.n, self.n_per_request), conversation_seed(params, index),
+            lambda n, seed: self._call(self._client_create, **self.request_body(conversation, params, n, seed)))
 
     async def _client_create(self, **kwargs: Any) -> Any:
         return await self._client.chat.completions.create(**kwargs)
