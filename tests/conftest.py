@@ -42,6 +42,16 @@ def openai_server():
         yield server
 
 
+@pytest.fixture
+def closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (bound once, then closed again)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @pytest.fixture(scope="session")
 def tiny_qwen3(tmp_path_factory) -> Path:
     """A tiny random Qwen3 model (2 layers, hidden 64, seed 0) with the real Qwen3 tokenizer."""

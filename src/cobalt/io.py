@@ -1,7 +1,12 @@
 """JSONL input/output with clear errors and crash-safe, resumable writing.
 
 - :func:`iter_jsonl` yields ``(line_no, record)`` and raises :class:`RecordError`
-  naming the file, the line and (where known) the field.
+  naming the file, the line and (where known) the field;
+  :func:`iter_jsonl_keep_going` yields a bad line's error in its place instead.
+- :func:`good_records` is the reading loop of commands that skip bad records:
+  it parses each record, counts the bad ones with their messages and goes on.
+- :func:`counts_dict` is the saved form of a run's counters (the first
+  :data:`MAX_SAVED_ERRORS` error messages).
 - :class:`JsonlAppender` appends one record per line, flushed (and fsynced on
   close) per record, and knows which ids are already done, so a rerun resumes
   where a crash stopped without duplicates. A torn last line left by a crash is
@@ -9,12 +14,19 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
+
+T = TypeVar("T")
+
+MAX_SAVED_ERRORS = 100
+"""Error messages kept in a saved summary (the first ones; the counts cover all)."""
 
 
 class RecordError(ValueError):
@@ -59,6 +71,73 @@ def iter_jsonl(path: str | os.PathLike, *, skip_bad: bool = False, errors: list 
                 raise err
             if errors is not None:
                 errors.append(err)
+
+
+def iter_jsonl_keep_going(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, record)`` like :func:`iter_jsonl`; a bad line comes as ``(line, RecordError)``.
+
+    The errors stand in file order among the records, so a caller can count
+    them and go on with the next line:
+
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as fh:
+    ...     _ = fh.write('{"id": 1}\\nnot json\\n')
+    >>> [(line, type(rec).__name__) for line, rec in iter_jsonl_keep_going(fh.name)]
+    [(1, 'dict'), (2, 'RecordError')]
+    >>> os.unlink(fh.name)
+    """
+    errors: list[RecordError] = []
+    for line, record in iter_jsonl(path, skip_bad=True, errors=errors):
+        while errors:
+            err = errors.pop(0)
+            yield err.line, err
+        yield line, record
+    for err in errors:
+        yield err.line, err
+
+
+def good_records(records: Iterable[tuple[int, Any]], parse: Callable[[Any, int], T], tally: Any, *,
+                 echo: bool = False) -> Iterator[tuple[int, T]]:
+    """``(line, parse(record, line))`` for each good record of ``records``; bad ones are counted and skipped.
+
+    ``records`` yields ``(line, record)``, where a record may be the
+    :class:`RecordError` of a line that could not be read (as
+    :func:`iter_jsonl_keep_going` yields them); ``parse`` raises
+    :class:`RecordError` on a bad record. ``tally`` is the run's counters:
+    each record adds 1 to ``tally.records_read``; a bad one adds 1 to
+    ``tally.bad_records`` and its message (file, line, field) to
+    ``tally.errors``, and with ``echo`` a line ``bad record skipped: ...`` to
+    stderr. Records that are not bad are the caller's to count.
+    """
+    for line, record in records:
+        tally.records_read += 1
+        try:
+            if isinstance(record, RecordError):
+                raise record
+            parsed = parse(record, line)
+        except RecordError as exc:
+            tally.bad_records += 1
+            tally.errors.append(str(exc))
+            if echo:
+                print(f"bad record skipped: {exc}", file=sys.stderr)
+            continue
+        yield line, parsed
+
+
+def counts_dict(counts: Any) -> dict:
+    """JSON-ready form of a dataclass of counters: every field, ``errors`` cut to the first :data:`MAX_SAVED_ERRORS`.
+
+    >>> @dataclasses.dataclass
+    ... class Counts:
+    ...     read: int = 0
+    ...     errors: list = dataclasses.field(default_factory=list)
+    >>> counts_dict(Counts(3, [f"e{i}" for i in range(150)]))["errors"][-1]
+    'e99'
+    """
+    out = dataclasses.asdict(counts)
+    if "errors" in out:
+        out["errors"] = out["errors"][:MAX_SAVED_ERRORS]
+    return out
 
 
 def require_field(record: Any, name: str, types: type | tuple[type, ...], *, path: str, line: int | None) -> Any:

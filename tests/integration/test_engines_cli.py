@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 
@@ -78,14 +77,11 @@ def test_missing_model_path(tmp_path, capsys):
     assert not (tmp_path / "o.jsonl").exists()
 
 
-def test_unreachable_endpoint(tmp_path, capsys):
+def test_unreachable_endpoint(tmp_path, capsys, closed_port):
     prompts = tmp_path / "p.jsonl"
     _write_prompts(prompts, 1)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     assert main(["generate", "--input", str(prompts), "--output", str(tmp_path / "o.jsonl"), "--engine", "openai",
-                 "--model", "m", "--base-url", f"http://127.0.0.1:{port}/v1", "--api-key", "k"]) == 1
+                 "--model", "m", "--base-url", f"http://127.0.0.1:{closed_port}/v1", "--api-key", "k"]) == 1
     assert "cannot reach the endpoint" in _one_line_error(capsys)
     assert not (tmp_path / "o.jsonl").exists()
 

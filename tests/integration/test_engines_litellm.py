@@ -4,11 +4,12 @@ OpenAI-compatible chat requests go to the scriptable server's
 ``/v1/chat/completions``; Bedrock requests go to its ``/model/<id>/converse``
 route through LiteLLM's ``aws_bedrock_runtime_endpoint`` (the same code path
 as AWS, with the endpoint pointed at 127.0.0.1), and the SigV4 signature the
-server receives is checked with botocore's signer.
+server receives is checked with botocore's signer. What it shares with the ``openai``
+engine (bounds, timeouts, ``Retry-After``, environment) is tested for both in
+``test_engines_api.py``.
 """
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import json
 import logging
@@ -24,13 +25,11 @@ import pytest
 if importlib.util.find_spec("litellm") is None:  # not importorskip: importing must wait for the engine's offline setup
     pytest.skip("litellm ([api] extra) not installed", allow_module_level=True)
 
-from support.openai_server import OpenAIServer, count_words  # noqa: E402
+from support.openai_server import CONV_A, CONV_B, OpenAIServer, count_words  # noqa: E402
 
 from cobalt.cli import main  # noqa: E402
 from cobalt.engines import EngineError, SamplingParams, create_engine  # noqa: E402
 
-CONV_A = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "add two and three"}]
-CONV_B = [{"role": "user", "content": "reverse the string abc please"}]
 FAKE_OPENAI_KEY = "sk-cobalt-canary-7f3e9a1c5d"
 FAKE_AWS_KEY_ID = "AKIACOBALTCANARY7Q2Z"
 FAKE_AWS_SECRET = "cobaltCanarySecret/9xY2+wV8uT5sR1qP0oN3mL"
@@ -116,34 +115,6 @@ async def test_gives_up_after_max_retries_and_4xx_is_not_retried(openai_server):
     assert len(openai_server.chat_requests()) == 4
 
 
-async def test_retry_after_is_capped_and_honoured(openai_server):
-    openai_server.fail_next(429, retry_after=30)
-    engine = _engine(openai_server, max_retries=1, max_backoff=0.05)
-    [[c]] = await engine.generate([CONV_B], SamplingParams())
-    assert c.finish_reason == "stop" and len(openai_server.chat_requests()) == 2
-
-
-async def test_timeout_is_retried_then_fails_for_good(openai_server):
-    openai_server.slow_next(30)
-    engine = _engine(openai_server, timeout=0.5, max_retries=1)
-    [[c]] = await engine.generate([CONV_B], SamplingParams())
-    assert c.text.startswith("answer 0")
-    openai_server.slow_next(30, times=2)
-    with pytest.raises(EngineError, match=r"no answer within 0.5 s \(after 2 attempts\)"):
-        await engine.generate([CONV_B], SamplingParams())
-    assert len(openai_server.chat_requests()) == 4
-
-
-@pytest.mark.parametrize("bound", [1, 3])
-async def test_in_flight_bound_across_concurrent_callers(bound):
-    with OpenAIServer(delay=0.3) as server:
-        engine = _engine(server, max_in_flight=bound)
-        batches = [[[{"role": "user", "content": f"q {t} {i}"}] for i in range(3)] for t in range(4)]
-        results = await asyncio.gather(*(engine.generate(b, SamplingParams()) for b in batches))
-        assert server.peak_in_flight == bound
-    assert [[s[0].text for s in r] for r in results] == [[f"answer 0 to: q {t} {i}" for i in range(3)] for t in range(4)]
-
-
 async def test_wrong_key_is_one_clear_line_and_never_leaks(caplog, capfd):
     caplog.set_level(logging.DEBUG)
     with OpenAIServer(api_key="sk-the-right-one") as server:
@@ -160,27 +131,6 @@ async def test_wrong_key_is_one_clear_line_and_never_leaks(caplog, capfd):
     everything = "\n".join([str(err.value), str(err2.value), repr(err.value.args), caplog.text, written.out,
                             written.err, json.dumps(engine.describe())])
     assert FAKE_OPENAI_KEY not in everything
-
-
-async def test_unreachable_endpoint_fails_in_check():
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    engine = create_engine("litellm", "m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k-unused")
-    with pytest.raises(EngineError, match="cannot reach the endpoint"):
-        await engine.check()
-
-
-async def test_key_and_base_url_from_environment(openai_server, monkeypatch):
-    monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env-litellm")
-    engine = create_engine("litellm", "test-model")
-    await engine.check()
-    await engine.generate([CONV_B], SamplingParams())
-    assert {r.headers["authorization"] for r in openai_server.chat_requests()} == {"Bearer sk-from-env-litellm"}
-    assert engine.describe()["base_url"] == openai_server.base_url
 
 
 def test_no_key_for_hosted_openai_is_a_clear_error(monkeypatch):

@@ -1,20 +1,19 @@
-"""The ``openai`` engine against a real OpenAI-compatible HTTP server on 127.0.0.1."""
+"""The ``openai`` engine against a real OpenAI-compatible HTTP server on 127.0.0.1.
+
+What it shares with the ``litellm`` engine (bounds, timeouts, ``Retry-After``, environment) is
+tested for both in ``test_engines_api.py``.
+"""
 from __future__ import annotations
 
-import asyncio
 import logging
-import socket
 
 import pytest
 
 pytest.importorskip("openai")
 
-from support.openai_server import OpenAIServer, count_words  # noqa: E402
+from support.openai_server import CONV_A, CONV_B, OpenAIServer, count_words  # noqa: E402
 
 from cobalt.engines import EngineError, SamplingParams, create_engine  # noqa: E402
-
-CONV_A = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "add two and three"}]
-CONV_B = [{"role": "user", "content": "reverse the string abc please"}]
 
 
 def _engine(server: OpenAIServer, **opts):
@@ -109,27 +108,6 @@ async def test_client_errors_are_not_retried(openai_server):
     assert len(openai_server.chat_requests()) == 1
 
 
-async def test_retry_after_header_is_honoured(openai_server):
-    # A long Retry-After with a tiny max_backoff: the wait is capped, the retry happens.
-    openai_server.fail_next(429, retry_after=30)
-    engine = _engine(openai_server, max_retries=1, max_backoff=0.05)
-    [[c]] = await engine.generate([CONV_B], SamplingParams())
-    await engine.aclose()
-    assert c.finish_reason == "stop" and len(openai_server.chat_requests()) == 2
-
-
-async def test_timeout_is_retried_then_fails_for_good(openai_server):
-    openai_server.slow_next(30)
-    engine = _engine(openai_server, timeout=0.5, max_retries=1)
-    [[c]] = await engine.generate([CONV_B], SamplingParams())
-    assert c.text.startswith("answer 0")
-    openai_server.slow_next(30, times=2)
-    with pytest.raises(EngineError, match=r"no answer within 0.5 s \(after 2 attempts\)"):
-        await engine.generate([CONV_B], SamplingParams())
-    await engine.aclose()
-    assert len(openai_server.chat_requests()) == 4
-
-
 async def test_dropped_connection_is_retried(openai_server):
     openai_server.drop_next()
     engine = _engine(openai_server, max_retries=2)
@@ -137,18 +115,6 @@ async def test_dropped_connection_is_retried(openai_server):
     await engine.aclose()
     assert c.text == "answer 0 to: add two and three"
     assert len(openai_server.chat_requests()) == 2
-
-
-@pytest.mark.parametrize("bound", [1, 3])
-async def test_in_flight_bound_across_concurrent_callers(bound):
-    with OpenAIServer(delay=0.3) as server:
-        engine = _engine(server, max_in_flight=bound)
-        # 4 callers x 3 conversations each, all at once
-        batches = [[[{"role": "user", "content": f"q {t} {i}"}] for i in range(3)] for t in range(4)]
-        results = await asyncio.gather(*(engine.generate(b, SamplingParams()) for b in batches))
-        await engine.aclose()
-        assert server.peak_in_flight == bound
-    assert [[s[0].text for s in r] for r in results] == [[f"answer 0 to: q {t} {i}" for i in range(3)] for t in range(4)]
 
 
 async def test_unbounded_enough_requests_overlap():
@@ -175,27 +141,6 @@ async def test_wrong_key_fails_without_leaking_it(caplog):
         assert secret not in message
     assert secret not in caplog.text
     assert secret not in repr(engine.describe())
-
-
-async def test_unreachable_endpoint_fails_in_check():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed again when the block ends: nothing listens there
-    engine = create_engine("openai", "m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k")
-    with pytest.raises(EngineError, match="cannot reach the endpoint"):
-        await engine.check()
-    await engine.aclose()
-
-
-async def test_key_and_base_url_from_environment(openai_server, monkeypatch):
-    monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
-    engine = create_engine("openai", "test-model")
-    await engine.check()
-    await engine.generate([CONV_B], SamplingParams())
-    await engine.aclose()
-    assert {r.headers["authorization"] for r in openai_server.requests} == {"Bearer sk-from-env"}
-    assert engine.describe()["base_url"] == openai_server.base_url
 
 
 def test_no_key_and_no_base_url_is_a_clear_error(monkeypatch):

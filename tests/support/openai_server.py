@@ -43,6 +43,11 @@ from typing import Any, Callable
 Responder = Callable[..., str]
 
 
+CONV_A = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "add two and three"}]
+CONV_B = [{"role": "user", "content": "reverse the string abc please"}]
+"""Two conversations the engine tests send (the default responder answers ``answer <i> to: <last message>``)."""
+
+
 def count_words(text: str) -> int:
     """The server's token count: whitespace-separated words."""
     return len(text.split())

@@ -44,7 +44,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from cobalt.data.problems import require_tests
 from cobalt.data.records import TrajectoryRecord, TurnRecord
 from cobalt.execution.base import TestCases
-from cobalt.io import RecordError, require_field
+from cobalt.io import RecordError, counts_dict, good_records, require_field
 from cobalt.profile import Profile, add_profile_argument, profile_from_args, resolve_profile
 
 SHOWN_LAST = "last"
@@ -189,9 +189,7 @@ class ExtractionSummary:
 
     def to_dict(self) -> dict:
         """JSON-ready counts (the first 100 errors)."""
-        out = {k: v for k, v in self.__dict__.items() if k != "errors"}
-        out["errors"] = self.errors[:100]
-        return out
+        return counts_dict(self)
 
 
 def iter_cases(traj: TrajectoryRecord, problem: PerturbedProblem, *, profile: Profile | str = Profile.PAPER,
@@ -345,18 +343,12 @@ def extract_file(data_file: str | Path, input_file: str | Path, output: str | Pa
     if not problems:
         raise RecordError(data_file, None, "perturbed_public_test_cases",
                           "no usable perturbed problem in the data file (is it the output of `cobalt perturb`?)")
+    def parse(record: Any, line: int) -> TrajectoryRecord:
+        return TrajectoryRecord.from_dict(record, path=str(input_file), line=line)
+
+    records = tqdm(iter_local_records(input_file), desc="extract-hacking", unit="problem", disable=not progress)
     with JsonlAppender(Path(output)) as out:
-        for line, record in tqdm(iter_local_records(input_file), desc="extract-hacking", unit="problem",
-                                 disable=not progress):
-            summary.records_read += 1
-            try:
-                if isinstance(record, RecordError):
-                    raise record
-                traj = TrajectoryRecord.from_dict(record, path=str(input_file), line=line)
-            except RecordError as exc:
-                summary.bad_records += 1
-                summary.errors.append(str(exc))
-                continue
+        for line, traj in good_records(records, parse, summary):
             problem = problems.get(traj.problem.id)
             if problem is None:
                 summary.problems_not_in_data += 1

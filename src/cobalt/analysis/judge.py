@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from cobalt.io import RecordError
+from cobalt.io import MAX_SAVED_ERRORS, RecordError
 from cobalt.profile import Profile, add_profile_argument, profile_from_args, resolve_profile
 
 DEFAULT_ENGINE = "openai"
@@ -131,7 +131,7 @@ class JudgeSummary:
         out = {k: v for k, v in self.__dict__.items() if k not in ("by_category", "agreements", "errors")}
         out["by_category"] = {f"({n}) {name}": self.by_category.get(n, 0) for n, name in JUDGE_CATEGORIES.items()}
         out["mean_agreement"] = sum(self.agreements) / len(self.agreements) if self.agreements else None
-        out["errors"] = self.errors[:100]
+        out["errors"] = self.errors[:MAX_SAVED_ERRORS]
         return out
 
 

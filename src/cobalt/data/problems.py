@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from cobalt.execution.base import TestCaseError, TestCases
-from cobalt.io import RecordError, iter_jsonl, require_field
+from cobalt.io import MAX_SAVED_ERRORS, RecordError, iter_jsonl, iter_jsonl_keep_going, require_field
 
 LOCAL_SUFFIXES = (".jsonl", ".json", ".parquet", ".gz")
 PUBLIC_SET_FIELD = "public_test_set"
@@ -168,20 +168,7 @@ def iter_local_records(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
     elif name.endswith(".json"):
         yield from _iter_json_list(path)
     else:
-        yield from _iter_jsonl_keep_going(path)
-
-
-def _iter_jsonl_keep_going(path: Path) -> Iterator[tuple[int, Any]]:
-    # A line that is not JSON comes out as its RecordError, in place, so that
-    # callers can count it and go on with the next records.
-    errors: list[RecordError] = []
-    for line, record in iter_jsonl(path, skip_bad=True, errors=errors):
-        while errors:
-            err = errors.pop(0)
-            yield err.line, err
-        yield line, record
-    for err in errors:
-        yield err.line, err
+        yield from iter_jsonl_keep_going(path)
 
 
 def _iter_json_list(path: Path) -> Iterator[tuple[int, Any]]:
@@ -257,7 +244,7 @@ class DropSummary:
             "dropped_total": sum(self.dropped.values()),
             "bad_records": len(self.errors),
             "unverified_kept": self.unverified_kept,
-            "errors": self.errors[:100],
+            "errors": self.errors[:MAX_SAVED_ERRORS],
         }
 
     def format(self, title: str) -> str:

@@ -48,7 +48,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from cobalt.data.problems import ProblemRecord, tests_json
 from cobalt.data.records import SampleRecord, TrajectoryRecord, TurnRecord
-from cobalt.io import RecordError, iter_jsonl
+from cobalt.io import counts_dict, good_records, iter_jsonl_keep_going
 from cobalt.profile import Profile, add_profile_argument, profile_from_args, resolve_profile
 
 FULLY_CORRECT = 1.0 - 1e-9
@@ -138,9 +138,7 @@ class BuildSummary:
 
     def to_dict(self) -> dict:
         """JSON-ready summary (the first 100 error messages)."""
-        out = asdict(self)
-        out["errors"] = self.errors[:100]
-        return out
+        return counts_dict(self)
 
     def format(self) -> str:
         """Human-readable report."""
@@ -400,28 +398,12 @@ def iter_records(path: str | os.PathLike, summary: BuildSummary,
                  profile: "str | Profile | None" = None) -> Iterator[TrajectoryRecord]:
     """Valid records of an inference file; bad ones are counted, reported on stderr and skipped.
     ``profile`` picks the code-extraction rule for turns without a ``code`` field."""
-    not_json: list[RecordError] = []
-    for line, obj in iter_jsonl(path, skip_bad=True, errors=not_json):
-        _report(not_json, summary, unread=True)
-        summary.records_read += 1
-        try:
-            record = TrajectoryRecord.from_dict(obj, path=str(path), line=line, profile=profile)
-        except RecordError as exc:
-            _report([exc], summary, unread=False)
-            continue
+    def parse(obj: Any, line: int) -> TrajectoryRecord:
+        return TrajectoryRecord.from_dict(obj, path=str(path), line=line, profile=profile)
+
+    for _, record in good_records(iter_jsonl_keep_going(path), parse, summary, echo=True):
         summary.records_valid += 1
         yield record
-    _report(not_json, summary, unread=True)
-
-
-def _report(errors: list[RecordError], summary: BuildSummary, *, unread: bool) -> None:
-    # Lines that were not JSON never reached the loop body, so count them as read here.
-    for exc in errors:
-        summary.records_read += int(unread)
-        summary.bad_records += 1
-        summary.errors.append(str(exc))
-        print(f"bad record skipped: {exc}", file=sys.stderr)
-    errors.clear()
 
 
 def build_prompts(

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from cobalt.io import RecordError
+from cobalt.io import RecordError, counts_dict, good_records
 
 KINDS = ("single-turn", "cobalt", "multiturn")
 DEFAULT_DATA_SOURCE = "code_taco_verified"
@@ -53,7 +53,7 @@ class SplitReport:
 
     def to_dict(self) -> dict:
         """JSON-ready report (the first 100 errors)."""
-        return {k: (v[:100] if k == "errors" else v) for k, v in self.__dict__.items()}
+        return counts_dict(self)
 
     def format(self) -> str:
         """One block of human-readable text."""
@@ -107,30 +107,15 @@ def verl_row(*, data_source: str, messages: list[dict], ground_truth: str, split
     return row
 
 
-def _records(path: str | os.PathLike, report: SplitReport) -> Iterator[tuple[int, Any]]:
-    """``(line, record)`` of a JSONL (``.gz``), JSON-list or parquet file; unparsable lines are reported."""
+def _records(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
+    """``(line, record)`` of a JSONL (``.gz``), JSON-list or parquet file; an unparsable line comes as its error."""
     from cobalt.data.problems import iter_local_records
-    from cobalt.io import iter_jsonl
+    from cobalt.io import iter_jsonl_keep_going
 
     name = str(path).lower()
     if name.endswith((".parquet", ".json")):
-        yield from iter_local_records(path)
-        return
-    errors: list[RecordError] = []
-    for item in iter_jsonl(path, skip_bad=True, errors=errors):
-        _report_errors(errors, report, unread=True)
-        yield item
-    _report_errors(errors, report, unread=True)
-
-
-def _report_errors(errors: list[RecordError], report: SplitReport, *, unread: bool) -> None:
-    # Lines that were not JSON never reach the caller's loop, so count them as read here.
-    for exc in errors:
-        report.records_read += int(unread)
-        report.bad_records += 1
-        report.errors.append(str(exc))
-        print(f"bad record skipped: {exc}", file=sys.stderr)
-    errors.clear()
+        return iter_local_records(path)
+    return iter_jsonl_keep_going(path)
 
 
 def single_turn_messages(record: Any, *, path: str, line: int, template_dir: str | None) -> tuple[str, list[dict], str]:
@@ -183,25 +168,24 @@ def build_split(kind: str, path: str | os.PathLike, split: str, *, data_source: 
     report = SplitReport(split=split)
     rows: list[dict] = []
     lengths: list[int] = []
-    items: Iterator = _records(path, report)
+    items: Iterator = _records(path)
     if progress:
         from tqdm import tqdm
 
         items = tqdm(items, desc=split, unit="record")
-    for line, record in items:
-        report.records_read += 1
-        try:
-            public = None
-            if kind in ("single-turn", "multiturn"):
-                pid, messages, truth = single_turn_messages(record, path=str(path), line=line, template_dir=template_dir)
-                prev, turn = 0.0, 0
-                if kind == "multiturn":
-                    public = public_tests_json(record, path=str(path), line=line)
-            else:
-                pid, messages, truth, prev, turn = cobalt_prompt_fields(record, path=str(path), line=line)
-        except RecordError as exc:
-            _report_errors([exc], report, unread=False)
-            continue
+
+    def parse(record: Any, line: int) -> tuple:
+        public = None
+        if kind in ("single-turn", "multiturn"):
+            pid, messages, truth = single_turn_messages(record, path=str(path), line=line, template_dir=template_dir)
+            prev, turn = 0.0, 0
+            if kind == "multiturn":
+                public = public_tests_json(record, path=str(path), line=line)
+        else:
+            pid, messages, truth, prev, turn = cobalt_prompt_fields(record, path=str(path), line=line)
+        return pid, messages, truth, prev, turn, public
+
+    for _, (pid, messages, truth, prev, turn, public) in good_records(items, parse, report, echo=True):
         n_tokens = count_tokens(messages)
         if max_prompt_tokens > 0 and n_tokens > max_prompt_tokens:
             report.dropped_overlong += 1

@@ -6,7 +6,7 @@ Backends register by name and are imported only when chosen::
     engine = create_engine("transformers", model="path/or/hub-id")
     outs = await engine.generate(conversations, SamplingParams(n=4, max_new_tokens=256))
 """
-from cobalt.engines.base import (  # noqa: F401
+from cobalt.engines.base import (
     ENGINES,
     ChatMessage,
     Completion,
@@ -16,6 +16,9 @@ from cobalt.engines.base import (  # noqa: F401
     create_engine,
     register_engine,
 )
+
+__all__ = ["ENGINES", "ChatMessage", "Completion", "Engine", "EngineError", "SamplingParams", "create_engine",
+           "register_engine"]
 
 # The built-in backends, imported only when chosen.
 register_engine("openai", "cobalt.engines.openai_engine:create")

@@ -1,16 +1,19 @@
-"""Helpers shared by the backends: finish reasons, seeds, backoff, secrets, cancellation.
+"""Helpers shared by the backends: finish reasons, seeds, backoff and retries, secrets, cancellation.
 
 Nothing here imports a backend's package; every function is plain Python.
 """
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import re
-from typing import Any, Awaitable, Iterable, Sequence
+from typing import Any, Awaitable, Callable, Iterable, Sequence, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from cobalt.engines.base import Completion, SamplingParams
+
+T = TypeVar("T")
 
 _STOP_REASONS = {"stop", "eos", "stop_sequence", "end_turn", "abort_stop", "tool_calls", "function_call"}
 _LENGTH_REASONS = {"length", "max_tokens", "max_completion_tokens", "model_length"}
@@ -45,6 +48,71 @@ def backoff_delay(attempt: int, base: float, cap: float, retry_after: float | No
     if retry_after is not None and retry_after >= 0:
         return min(float(retry_after), cap)
     return min(cap, base * (2 ** attempt)) * (0.5 + random.random() / 2)
+
+
+async def call_with_retries(
+    make_call: Callable[[], Awaitable[T]],
+    *,
+    sem: asyncio.Semaphore,
+    timeout: float,
+    max_retries: int,
+    backoff: float,
+    max_backoff: float,
+    retryable: Callable[[BaseException], bool],
+    describe: Callable[[BaseException], str],
+    retry_after: Callable[[BaseException], float | None],
+    error: Callable[[str], BaseException],
+    log: logging.Logger,
+    name: str,
+    redact_text: Callable[[str], str],
+) -> T:
+    """Await ``make_call()`` inside ``sem``, each attempt limited to ``timeout`` seconds, with retries.
+
+    A failure that ``retryable`` accepts is retried up to ``max_retries`` times
+    after :func:`backoff_delay` (``retry_after(exc)`` wins when not None); each
+    retry is one warning on ``log``, ``"<name>: <describe(exc)>; retry i/max in s"``
+    passed through ``redact_text``. The last failure, or one that is not
+    retryable, raises ``error(describe(exc))`` (with the number of attempts
+    when there were several) without the original traceback. Cancellation is
+    never retried. The semaphore is released while waiting between attempts.
+    """
+    attempt = 0
+    while True:
+        async with sem:
+            try:
+                return await asyncio.wait_for(make_call(), timeout)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - classified below
+                failure = exc
+        if not retryable(failure) or attempt >= max_retries:
+            tries = f" (after {attempt + 1} attempts)" if attempt else ""
+            raise error(describe(failure) + tries) from None
+        delay = backoff_delay(attempt, backoff, max_backoff, retry_after(failure))
+        log.warning(f"{name}: %s; retry %d/%d in %.2f s", redact_text(describe(failure)), attempt + 1,
+                    max_retries, delay)
+        attempt += 1
+        await asyncio.sleep(delay)
+
+
+REQUEST_SEED_STRIDE = 1_000_003
+"""Request ``k`` of one conversation's split requests gets ``seed + k * REQUEST_SEED_STRIDE``: far from the others."""
+
+
+async def chat_completions_in_requests(sizes: Sequence[int], seed: int | None,
+                                       send: Callable[[int, int | None], Awaitable[Any]]) -> list[Completion]:
+    """One conversation's samples from one chat request per entry of ``sizes`` (see :func:`split_n`).
+
+    ``send(n, seed)`` returns the awaitable of one OpenAI-format chat response
+    with ``n`` choices; request ``k`` gets seed ``seed + k * REQUEST_SEED_STRIDE``
+    (None stays None). The requests run concurrently (the first failure cancels
+    the others); the completions come back in request order.
+    """
+    calls = [send(size, None if seed is None else seed + k * REQUEST_SEED_STRIDE) for k, size in enumerate(sizes)]
+    out: list[Completion] = []
+    for resp in await gather_or_cancel(calls):
+        out.extend(completions_from_chat_response(resp))
+    return out
 
 
 def redact(text: str, secrets: Iterable[str | None]) -> str:

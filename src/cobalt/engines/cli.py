@@ -84,7 +84,11 @@ def engine_from_args(args: argparse.Namespace, **overrides: Any) -> Engine:
 
 
 def _accepted(factory: Any) -> set[str] | None:
-    """Keyword names the engine behind ``factory`` takes (None: anything)."""
+    """Keyword names the engine behind ``factory`` takes (None: anything).
+
+    An engine class whose ``**options`` go on to another function names it in
+    ``forwards_options_to``; that function's keywords count as the class's own.
+    """
     target = factory
     ret = inspect.signature(factory).return_annotation
     module = inspect.getmodule(factory)
@@ -93,6 +97,14 @@ def _accepted(factory: Any) -> set[str] | None:
     params = inspect.signature(target).parameters
     if any(p.kind is p.VAR_KEYWORD for p in params.values()) and target is factory:
         return None
+    names = _keyword_names(params)
+    forwarded = getattr(target, "forwards_options_to", None)
+    if forwarded is not None:
+        names |= _keyword_names(inspect.signature(forwarded).parameters)
+    return names
+
+
+def _keyword_names(params: Any) -> set[str]:
     return {n for n, p in params.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
 
 

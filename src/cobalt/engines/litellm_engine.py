@@ -42,8 +42,8 @@ import os
 from typing import Any, Iterable, Sequence
 
 from cobalt.engines._common import (
-    backoff_delay,
-    completions_from_chat_response,
+    call_with_retries,
+    chat_completions_in_requests,
     conversation_seed,
     first_line,
     gather_or_cancel,
@@ -309,25 +309,11 @@ class LiteLLMEngine(Engine):
         """One ``acompletion`` with the in-flight bound, per-attempt timeout and retries."""
         self._ensure_loop()
         assert self._sem is not None
-        retries = self.max_retries if max_retries is None else max_retries
-        attempt = 0
-        while True:
-            async with self._sem:
-                try:
-                    return await asyncio.wait_for(self._litellm.acompletion(**kwargs, **self._credentials),
-                                                  self.timeout)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - classified below
-                    failure = exc
-            if not self._retryable(failure) or attempt >= retries:
-                tries = f" (after {attempt + 1} attempts)" if attempt else ""
-                raise self._error(self._describe_failure(failure) + tries) from None
-            delay = backoff_delay(attempt, self.backoff, self.max_backoff, _retry_after(failure))
-            log.warning("litellm engine: %s; retry %d/%d in %.2f s", self._redact(self._describe_failure(failure)),
-                        attempt + 1, retries, delay)
-            attempt += 1
-            await asyncio.sleep(delay)
+        return await call_with_retries(
+            lambda: self._litellm.acompletion(**kwargs, **self._credentials), sem=self._sem, timeout=self.timeout,
+            max_retries=self.max_retries if max_retries is None else max_retries, backoff=self.backoff,
+            max_backoff=self.max_backoff, retryable=self._retryable, describe=self._describe_failure,
+            retry_after=_retry_after, error=self._error, log=log, name="litellm engine", redact_text=self._redact)
 
     async def check(self) -> None:
         """One request for a single token, no retries: a wrong key, model or endpoint fails here."""
@@ -369,15 +355,9 @@ class LiteLLMEngine(Engine):
         return split_n(n, self.n_per_request)
 
     async def _one(self, conversation: Sequence[ChatMessage], params: SamplingParams, index: int) -> list[Completion]:
-        seed = conversation_seed(params, index)
-        calls = []
-        for k, size in enumerate(self._request_sizes(params.n)):
-            req_seed = None if seed is None else seed + k * 1_000_003
-            calls.append(self._call(self.request_kwargs(conversation, params, size, req_seed)))
-        out: list[Completion] = []
-        for resp in await gather_or_cancel(calls):
-            out.extend(completions_from_chat_response(resp))
-        return out
+        return await chat_completions_in_requests(
+            self._request_sizes(params.n), conversation_seed(params, index),
+            lambda n, seed: self._call(self.request_kwargs(conversation, params, n, seed)))
 
     async def generate(self, conversations: Sequence[Sequence[ChatMessage]], params: SamplingParams) -> list[list[Completion]]:
         """``params.n`` completions per conversation, requests sent concurrently up to ``max_in_flight``."""

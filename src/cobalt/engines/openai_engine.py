@@ -21,8 +21,8 @@ import os
 from typing import Any, Sequence
 
 from cobalt.engines._common import (
-    backoff_delay,
-    completions_from_chat_response,
+    call_with_retries,
+    chat_completions_in_requests,
     conversation_seed,
     first_line,
     gather_or_cancel,
@@ -150,23 +150,11 @@ class OpenAIEngine(Engine):
         """One API call with the in-flight bound, per-attempt timeout and retries."""
         self._ensure_client()
         assert self._sem is not None
-        attempt = 0
-        while True:
-            async with self._sem:
-                try:
-                    return await asyncio.wait_for(func(**kwargs), self.timeout)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - classified below
-                    failure = exc
-            if not self._retryable(failure) or attempt >= self.max_retries:
-                tries = f" (after {attempt + 1} attempts)" if attempt else ""
-                raise self._error(self._describe_failure(failure) + tries) from None
-            delay = backoff_delay(attempt, self.backoff, self.max_backoff, _retry_after(failure))
-            log.warning("openai engine: %s; retry %d/%d in %.2f s", redact(self._describe_failure(failure),
-                        [self._api_key]), attempt + 1, self.max_retries, delay)
-            attempt += 1
-            await asyncio.sleep(delay)
+        return await call_with_retries(
+            lambda: func(**kwargs), sem=self._sem, timeout=self.timeout, max_retries=self.max_retries,
+            backoff=self.backoff, max_backoff=self.max_backoff, retryable=self._retryable,
+            describe=self._describe_failure, retry_after=_retry_after, error=self._error, log=log,
+            name="openai engine", redact_text=lambda text: redact(text, [self._api_key]))
 
     async def check(self) -> None:
         """List the endpoint's models once (no retries): unreachable endpoints and wrong keys fail here."""
@@ -204,18 +192,9 @@ class OpenAIEngine(Engine):
         return kwargs
 
     async def _one(self, conversation: Sequence[ChatMessage], params: SamplingParams, index: int) -> list[Completion]:
-        seed = conversation_seed(params, index)
-        sizes = split_n(params.n, self.n_per_request)
-        calls = []
-        for k, size in enumerate(sizes):
-            # Each extra request of one conversation gets its own seed, far from the others.
-            req_seed = None if seed is None else seed + k * 1_000_003
-            calls.append(self._call(self._client_create, **self.request_body(conversation, params, size, req_seed)))
-        responses = await gather_or_cancel(calls)
-        out: list[Completion] = []
-        for resp in responses:
-            out.extend(completions_from_chat_response(resp))
-        return out
+        return await chat_completions_in_requests(
+            split_n(params.n, self.n_per_request), conversation_seed(params, index),
+            lambda n, seed: self._call(self._client_create, **self.request_body(conversation, params, n, seed)))
 
     async def _client_create(self, **kwargs: Any) -> Any:
         return await self._client.chat.completions.create(**kwargs)

@@ -63,9 +63,13 @@ def engine_args_kwargs(
     seed: int = 0,
     enable_prefix_caching: bool = True,
     distributed_executor_backend: str | None = None,
-    extra: dict[str, Any] | None = None,
+    engine_kwargs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Keyword arguments of ``vllm.AsyncEngineArgs`` (one place for the engine's shape)."""
+    """Keyword arguments of ``vllm.AsyncEngineArgs`` (one place for the engine's shape).
+
+    ``engine_kwargs`` holds further ``AsyncEngineArgs`` fields; they win over the others.
+    :class:`VLLMEngine` takes these same keywords.
+    """
     if tensor_parallel_size < 1:
         raise EngineError(f"vllm engine: tensor_parallel_size must be >= 1, got {tensor_parallel_size}")
     if not 0.0 < gpu_memory_utilization <= 1.0:
@@ -83,7 +87,7 @@ def engine_args_kwargs(
         kwargs["max_model_len"] = int(max_model_len)
     if distributed_executor_backend:
         kwargs["distributed_executor_backend"] = distributed_executor_backend
-    kwargs.update(extra or {})
+    kwargs.update(engine_kwargs or {})
     return kwargs
 
 
@@ -91,29 +95,21 @@ class VLLMEngine(Engine):
     """vLLM's ``AsyncLLM`` in this process; requests from every caller batch continuously."""
 
     name = "vllm"
+    forwards_options_to = staticmethod(engine_args_kwargs)
+    """Where ``**engine_args`` go: the CLI reads its keywords to know which options this engine takes."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        tensor_parallel_size: int = 1,
-        gpu_memory_utilization: float = 0.9,
-        max_model_len: int | None = None,
-        dtype: str = "auto",
-        seed: int = 0,
-        enable_prefix_caching: bool = True,
-        distributed_executor_backend: str | None = None,
-        chat_template_kwargs: dict[str, Any] | None = None,
-        engine_kwargs: dict[str, Any] | None = None,
-    ) -> None:
-        """Describe the engine; vLLM starts (and loads the model) on :meth:`check` or the first request."""
+    def __init__(self, model: str, *, chat_template_kwargs: dict[str, Any] | None = None,
+                 **engine_args: Any) -> None:
+        """Describe the engine; vLLM starts (and loads the model) on :meth:`check` or the first request.
+
+        ``engine_args`` are the keywords of :func:`engine_args_kwargs` (``tensor_parallel_size``,
+        ``gpu_memory_utilization``, ``max_model_len``, ``dtype``, ``seed``, ``enable_prefix_caching``,
+        ``distributed_executor_backend``, ``engine_kwargs``); ``chat_template_kwargs`` go to the chat template.
+        """
         if not model:
             raise EngineError("vllm engine: no model given (--model HUB_ID_OR_PATH)")
         self.model = model
-        self.engine_kwargs = engine_args_kwargs(
-            model, tensor_parallel_size=tensor_parallel_size, gpu_memory_utilization=gpu_memory_utilization,
-            max_model_len=max_model_len, dtype=dtype, seed=seed, enable_prefix_caching=enable_prefix_caching,
-            distributed_executor_backend=distributed_executor_backend, extra=engine_kwargs)
+        self.engine_kwargs = engine_args_kwargs(model, **engine_args)
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self._tokenizer: Any = None
         self._engine: Any = None

@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     from cobalt.evaluation.passk import PassTable, format_table
     from cobalt.execution.base import ExecOptions
     from cobalt.execution.client import EvaluatorClient
-    from cobalt.io import JsonlAppender, RecordError, write_json_atomic
+    from cobalt.io import MAX_SAVED_ERRORS, JsonlAppender, RecordError, write_json_atomic
     from cobalt.profile import profile_from_args
 
     profile = str(profile_from_args(args))
@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     summary = summarize(output, profile=profile, pass_n=args.pass_n)
     summary["input"] = str(args.input)
     summary["stats"] = dict(vars(stats))
-    summary["errors"] = errors[:100]
+    summary["errors"] = errors[:MAX_SAVED_ERRORS]
     write_json_atomic(output.with_name(output.name + SUMMARY_SUFFIX), summary)
     table = PassTable(turns=summary["turns"], problems=summary["problems"], n=summary["n"],
                       pass_at_1=summary["pass_at_1"])

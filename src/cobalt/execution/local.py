@@ -183,10 +183,10 @@ class LocalExecutor:
         if fn_name and opts.call_mode == "lossy":
             code, fn_name = lossy_program(program, fn_name), None
         try:
-            failed = None
-            if opts.stop_on_first_failure:
-                def failed(idx: int, rec: dict) -> bool:
-                    return not self._judge_one_safely(tests.inputs[idx], tests.outputs[idx], rec, opts, fn_name)[0]
+            def test_failed(idx: int, rec: dict) -> bool:
+                return not self._judge_one_safely(tests.inputs[idx], tests.outputs[idx], rec, opts, fn_name)[0]
+
+            failed = test_failed if opts.stop_on_first_failure else None
             with self._lock:
                 self._in_flight += 1
             try:

@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from cobalt.data.problems import ProblemRecord
 from cobalt.engines.base import Completion, Engine, SamplingParams
 from cobalt.execution.base import ExecutionResult, TestCases
+from cobalt.io import counts_dict
 from cobalt.rollout.turns import NO_CODE_FEEDBACK, error_feedback, failing_public_result, next_user_message
 from cobalt.text import HISTORY_MAX_CHARS, extract_code, history_text
 
@@ -100,9 +101,7 @@ class RolloutStats:
 
     def to_dict(self) -> dict:
         """JSON-ready form (first 100 errors)."""
-        out = dataclasses.asdict(self)
-        out["errors"] = self.errors[:100]
-        return out
+        return counts_dict(self)
 
 
 def extract_program(response: str, profile: str) -> str | None:

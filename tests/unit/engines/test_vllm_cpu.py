@@ -36,6 +36,25 @@ def test_engine_arguments():
         engine_args_kwargs("m", tensor_parallel_size=0)
 
 
+def test_engine_flags_reach_the_vllm_engine_arguments():
+    """The CLI hands the vllm engine the options it takes (its ``**engine_args`` included), and no API option."""
+    import argparse
+
+    from cobalt.engines.cli import add_engine_arguments, engine_from_args
+
+    parser = argparse.ArgumentParser()
+    add_engine_arguments(parser)
+    args = parser.parse_args(["--engine", "vllm", "--model", str(TOKENIZER), "--tensor-parallel-size", "2",
+                              "--max-in-flight", "7", "--timeout", "9"])
+    engine = engine_from_args(args)
+    assert engine.engine_kwargs["tensor_parallel_size"] == 2
+    assert engine.engine_kwargs == engine_args_kwargs(str(TOKENIZER), tensor_parallel_size=2)
+    direct = create_engine("vllm", "m", dtype="bfloat16", engine_kwargs={"max_num_seqs": 8, "dtype": "float16"})
+    assert (direct.engine_kwargs["dtype"], direct.engine_kwargs["max_num_seqs"]) == ("float16", 8)
+    with pytest.raises(TypeError, match="max_in_flight"):
+        create_engine("vllm", "m", max_in_flight=7)
+
+
 @pytest.mark.parametrize("thinking", [True, False])
 def test_prompts_through_the_real_chat_template(thinking):
     transformers = pytest.importorskip("transformers")

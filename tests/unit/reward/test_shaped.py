@@ -46,126 +46,82 @@ FIXTURE_TOKENS = {
 }
 TAG_TOKENS = 3  # "<think>" in o200k_base
 
-PAPER_TABLE = [
-    # id, response kind, pass rate p, previous best b, expected score
-    # -- correctness tiers (well-formed, short: format 0 when r >= 0) --
-    ("tier_full", "clean", 1.0, 0.0, 1.0),
-    ("tier_half_exactly", "clean", 0.5, 0.0, 0.2),
-    ("tier_high", "clean", 0.75, 0.0, 0.2),
-    ("tier_just_under_one", "clean", 0.999, 0.0, 0.2),
-    ("tier_just_under_half", "clean", 0.4999, 0.0, 0.0),
-    ("tier_tiny", "clean", 1e-9, 0.0, 0.0),
-    ("tier_zero", "clean", 0.0, 0.0, -0.1 + F98),  # r < 0: + 0.075 tanh(95/1024), no keywords
-    # -- improvement --
-    ("gain_high_tier", "clean", 0.75, 0.5, 0.25),  # 0.2 + 0.1 * 0.25 / 0.5
-    ("gain_low_tier", "clean", 0.4, 0.2, 0.025),  # 0.0 + 0.1 * 0.2 / 0.8
-    ("gain_small", "clean", 0.3, 0.25, 0.1 * 0.05 / 0.75),  # 0.00666...
-    ("full_after_partial", "clean", 1.0, 0.5, 1.0),  # p == 1: no improvement term
-    ("no_gain", "clean", 0.5, 0.5, -0.1 + F98),  # replaced by -0.1 + 0, then r < 0 bonus
-    ("regression", "clean", 0.25, 0.5, -0.15 + F98),  # -0.1 + 0.1 * (-0.25 / 0.5)
-    ("regression_to_zero", "clean", 0.0, 0.5, -0.2 + F98),  # -0.1 + 0.1 * (-1)
-    ("below_perfect_prev", "clean", 0.5, 1.0, -0.15 + F98),  # -0.1 + 0.1 * (-0.5 / 1)
-    # -- each -0.9 format trigger alone (p = 1: 1 - 0.9) --
-    ("fmt_no_think_end", "no_think_end", 1.0, 0.0, 0.1),
-    ("fmt_two_think_end", "two_think_end", 1.0, 0.0, 0.1),
-    ("fmt_two_python_fences", "two_python", 1.0, 0.0, 0.1),
-    ("fmt_no_python_fence", "no_python", 1.0, 0.0, 0.1),
-    ("fmt_no_closing_fence", "unclosed", 1.0, 0.0, 0.1),
-    ("fmt_extra_closing_fence", "extra_fence", 1.0, 0.0, 0.1),
-    ("fmt_backtick_in_code", "backtick_code", 1.0, 0.0, 0.1),
-    ("fmt_repetition_40x8", "repeat8", 1.0, 0.0, 0.1),
-    ("fmt_repetition_40x7_ok", "repeat7", 1.0, 0.0, 1.0),
-    ("fmt_repetition_31x8_ok", "repeat31x8", 1.0, 0.0, 1.0),
-    ("fmt_high_tier", "backtick_code", 0.5, 0.0, -0.7),  # 0.2 - 0.9
-    ("fmt_failing_no_bonus", "no_think_end", 0.0, 0.0, -1.0),  # -0.1 - 0.9, no length terms
-    ("fmt_long_failing", "repeat8", 0.25, 0.0, -0.9),  # 0.0 - 0.9
-    # -- length terms --
-    ("len_think_passing", "long_think", 1.0, 0.0, 0.99),
-    ("len_answer_passing", "long_answer", 1.0, 0.0, 0.99),
-    ("len_expl_passing", "long_expl", 1.0, 0.0, 0.99),
-    ("len_expl_high_tier", "long_expl", 0.5, 0.0, 0.19),
-    ("len_all_passing", "all_long", 1.0, 0.0, 0.99),  # -0.01 once
-    ("len_think_failing", "long_think", 0.0, 0.0, -0.2),  # -0.1 - 0.1, no tanh/keywords
-    ("len_answer_failing", "long_answer", 0.0, 0.0, -0.2 + F98),  # -0.1 + F98 - 0.1
-    ("len_expl_failing", "long_expl", 0.0, 0.0, -0.2 + F98),
-    ("len_all_failing", "all_long", 0.0, 0.0, -0.4),  # -0.1 - 0.1 - 0.1 - 0.1
-    ("len_all_regression", "all_long", 0.0, 0.5, -0.5),  # -0.2 - 0.3
-    # -- keyword bonus (failing answers only) --
-    ("kw_three", "kw3", 0.0, 0.0, -0.1 + F123 + 0.015),  # wait, but, verify
-    ("kw_cap", "kw6", 0.0, 0.0, -0.1 + F131 + 0.025),  # 7 keywords, capped
-    ("kw_five_times", "kw5x", 0.0, 0.0, -0.1 + F113 + 0.005),  # wait x5 earns nothing, error x1
-    ("kw_passing_no_bonus", "kw3", 1.0, 0.0, 1.0),
-    # -- clipping --
-    ("clip_low", "repeat8", 0.0, 0.5, -1.0),  # -0.2 - 0.9 = -1.1
-    ("clip_low_prev_perfect", "two_python", 0.0, 1.0, -1.0),  # -0.2 - 0.9
-    ("clip_high_is_one", "clean", 1.0, 0.99, 1.0),
-]
-
-
-@pytest.mark.parametrize("kind,p,b,expected", [row[1:] for row in PAPER_TABLE], ids=[row[0] for row in PAPER_TABLE])
-def test_shaped_reward_table_paper(responses, kind, p, b, expected):
-    assert shaped_reward(responses[kind], p, b) == pytest.approx(expected, abs=1e-12)
-
+TANH, NONE = True, False
+HAND_TANH = {95: F95, 110: F110, 120: F120, 128: F128, 98: F98, 113: F113, 123: F123, 131: F131}
+"""The hand constants above by think length T."""
 
 TABLE = [
-    # id, response kind, pass rate p, previous best b, expected score
+    # id, response kind, pass rate p, previous best b, expected score without the think term,
+    # and whether the score adds 0.075 * tanh(T / 1024) for the fixture's think length T
     # -- correctness tiers (well-formed, short: format 0 when r >= 0) --
-    ("tier_full", "clean", 1.0, 0.0, 1.0),
-    ("tier_half_exactly", "clean", 0.5, 0.0, 0.2),
-    ("tier_high", "clean", 0.75, 0.0, 0.2),
-    ("tier_just_under_one", "clean", 0.999, 0.0, 0.2),
-    ("tier_just_under_half", "clean", 0.4999, 0.0, 0.0),
-    ("tier_tiny", "clean", 1e-9, 0.0, 0.0),
-    ("tier_zero", "clean", 0.0, 0.0, -0.1 + F95),  # r < 0: + 0.075 tanh(95/1024), no keywords
+    ("tier_full", "clean", 1.0, 0.0, 1.0, NONE),
+    ("tier_half_exactly", "clean", 0.5, 0.0, 0.2, NONE),
+    ("tier_high", "clean", 0.75, 0.0, 0.2, NONE),
+    ("tier_just_under_one", "clean", 0.999, 0.0, 0.2, NONE),
+    ("tier_just_under_half", "clean", 0.4999, 0.0, 0.0, NONE),
+    ("tier_tiny", "clean", 1e-9, 0.0, 0.0, NONE),
+    ("tier_zero", "clean", 0.0, 0.0, -0.1, TANH),  # r < 0: + 0.075 tanh(95/1024), no keywords
     # -- improvement --
-    ("gain_high_tier", "clean", 0.75, 0.5, 0.25),  # 0.2 + 0.1 * 0.25 / 0.5
-    ("gain_low_tier", "clean", 0.4, 0.2, 0.025),  # 0.0 + 0.1 * 0.2 / 0.8
-    ("gain_small", "clean", 0.3, 0.25, 0.1 * 0.05 / 0.75),  # 0.00666...
-    ("full_after_partial", "clean", 1.0, 0.5, 1.0),  # p == 1: no improvement term
-    ("no_gain", "clean", 0.5, 0.5, -0.1 + F95),  # replaced by -0.1 + 0, then r < 0 bonus
-    ("regression", "clean", 0.25, 0.5, -0.15 + F95),  # -0.1 + 0.1 * (-0.25 / 0.5)
-    ("regression_to_zero", "clean", 0.0, 0.5, -0.2 + F95),  # -0.1 + 0.1 * (-1)
-    ("below_perfect_prev", "clean", 0.5, 1.0, -0.15 + F95),  # -0.1 + 0.1 * (-0.5 / 1)
+    ("gain_high_tier", "clean", 0.75, 0.5, 0.25, NONE),  # 0.2 + 0.1 * 0.25 / 0.5
+    ("gain_low_tier", "clean", 0.4, 0.2, 0.025, NONE),  # 0.0 + 0.1 * 0.2 / 0.8
+    ("gain_small", "clean", 0.3, 0.25, 0.1 * 0.05 / 0.75, NONE),  # 0.00666...
+    ("full_after_partial", "clean", 1.0, 0.5, 1.0, NONE),  # p == 1: no improvement term
+    ("no_gain", "clean", 0.5, 0.5, -0.1, TANH),  # replaced by -0.1 + 0, then r < 0 bonus
+    ("regression", "clean", 0.25, 0.5, -0.15, TANH),  # -0.1 + 0.1 * (-0.25 / 0.5)
+    ("regression_to_zero", "clean", 0.0, 0.5, -0.2, TANH),  # -0.1 + 0.1 * (-1)
+    ("below_perfect_prev", "clean", 0.5, 1.0, -0.15, TANH),  # -0.1 + 0.1 * (-0.5 / 1)
     # -- each -0.9 format trigger alone (p = 1: 1 - 0.9) --
-    ("fmt_no_think_end", "no_think_end", 1.0, 0.0, 0.1),
-    ("fmt_two_think_end", "two_think_end", 1.0, 0.0, 0.1),
-    ("fmt_two_python_fences", "two_python", 1.0, 0.0, 0.1),
-    ("fmt_no_python_fence", "no_python", 1.0, 0.0, 0.1),
-    ("fmt_no_closing_fence", "unclosed", 1.0, 0.0, 0.1),
-    ("fmt_extra_closing_fence", "extra_fence", 1.0, 0.0, 0.1),
-    ("fmt_backtick_in_code", "backtick_code", 1.0, 0.0, 0.1),
-    ("fmt_repetition_40x8", "repeat8", 1.0, 0.0, 0.1),
-    ("fmt_repetition_40x7_ok", "repeat7", 1.0, 0.0, 1.0),
-    ("fmt_repetition_31x8_ok", "repeat31x8", 1.0, 0.0, 1.0),
-    ("fmt_high_tier", "backtick_code", 0.5, 0.0, -0.7),  # 0.2 - 0.9
-    ("fmt_failing_no_bonus", "no_think_end", 0.0, 0.0, -1.0),  # -0.1 - 0.9, no length terms
-    ("fmt_long_failing", "repeat8", 0.25, 0.0, -0.9),  # 0.0 - 0.9
+    ("fmt_no_think_end", "no_think_end", 1.0, 0.0, 0.1, NONE),
+    ("fmt_two_think_end", "two_think_end", 1.0, 0.0, 0.1, NONE),
+    ("fmt_two_python_fences", "two_python", 1.0, 0.0, 0.1, NONE),
+    ("fmt_no_python_fence", "no_python", 1.0, 0.0, 0.1, NONE),
+    ("fmt_no_closing_fence", "unclosed", 1.0, 0.0, 0.1, NONE),
+    ("fmt_extra_closing_fence", "extra_fence", 1.0, 0.0, 0.1, NONE),
+    ("fmt_backtick_in_code", "backtick_code", 1.0, 0.0, 0.1, NONE),
+    ("fmt_repetition_40x8", "repeat8", 1.0, 0.0, 0.1, NONE),
+    ("fmt_repetition_40x7_ok", "repeat7", 1.0, 0.0, 1.0, NONE),
+    ("fmt_repetition_31x8_ok", "repeat31x8", 1.0, 0.0, 1.0, NONE),
+    ("fmt_high_tier", "backtick_code", 0.5, 0.0, -0.7, NONE),  # 0.2 - 0.9
+    ("fmt_failing_no_bonus", "no_think_end", 0.0, 0.0, -1.0, NONE),  # -0.1 - 0.9, no length terms
+    ("fmt_long_failing", "repeat8", 0.25, 0.0, -0.9, NONE),  # 0.0 - 0.9
     # -- length terms --
-    ("len_think_passing", "long_think", 1.0, 0.0, 0.99),
-    ("len_answer_passing", "long_answer", 1.0, 0.0, 0.99),
-    ("len_expl_passing", "long_expl", 1.0, 0.0, 0.99),
-    ("len_expl_high_tier", "long_expl", 0.5, 0.0, 0.19),
-    ("len_all_passing", "all_long", 1.0, 0.0, 0.99),  # -0.01 once
-    ("len_think_failing", "long_think", 0.0, 0.0, -0.2),  # -0.1 - 0.1, no tanh/keywords
-    ("len_answer_failing", "long_answer", 0.0, 0.0, -0.2 + F95),  # -0.1 + F95 - 0.1
-    ("len_expl_failing", "long_expl", 0.0, 0.0, -0.2 + F95),
-    ("len_all_failing", "all_long", 0.0, 0.0, -0.4),  # -0.1 - 0.1 - 0.1 - 0.1
-    ("len_all_regression", "all_long", 0.0, 0.5, -0.5),  # -0.2 - 0.3
+    ("len_think_passing", "long_think", 1.0, 0.0, 0.99, NONE),
+    ("len_answer_passing", "long_answer", 1.0, 0.0, 0.99, NONE),
+    ("len_expl_passing", "long_expl", 1.0, 0.0, 0.99, NONE),
+    ("len_expl_high_tier", "long_expl", 0.5, 0.0, 0.19, NONE),
+    ("len_all_passing", "all_long", 1.0, 0.0, 0.99, NONE),  # -0.01 once
+    ("len_think_failing", "long_think", 0.0, 0.0, -0.2, NONE),  # -0.1 - 0.1, no tanh/keywords
+    ("len_answer_failing", "long_answer", 0.0, 0.0, -0.2, TANH),  # -0.1 + tanh term - 0.1
+    ("len_expl_failing", "long_expl", 0.0, 0.0, -0.2, TANH),
+    ("len_all_failing", "all_long", 0.0, 0.0, -0.4, NONE),  # -0.1 - 0.1 - 0.1 - 0.1
+    ("len_all_regression", "all_long", 0.0, 0.5, -0.5, NONE),  # -0.2 - 0.3
     # -- keyword bonus (failing answers only) --
-    ("kw_three", "kw3", 0.0, 0.0, -0.1 + F120 + 0.015),  # wait, but, verify
-    ("kw_cap", "kw6", 0.0, 0.0, -0.1 + F128 + 0.025),  # 7 keywords, capped
-    ("kw_five_times", "kw5x", 0.0, 0.0, -0.1 + F110 + 0.005),  # wait x5 earns nothing, error x1
-    ("kw_passing_no_bonus", "kw3", 1.0, 0.0, 1.0),
+    ("kw_three", "kw3", 0.0, 0.0, -0.1 + 0.015, TANH),  # wait, but, verify
+    ("kw_cap", "kw6", 0.0, 0.0, -0.1 + 0.025, TANH),  # 7 keywords, capped
+    ("kw_five_times", "kw5x", 0.0, 0.0, -0.1 + 0.005, TANH),  # wait x5 earns nothing, error x1
+    ("kw_passing_no_bonus", "kw3", 1.0, 0.0, 1.0, NONE),
     # -- clipping --
-    ("clip_low", "repeat8", 0.0, 0.5, -1.0),  # -0.2 - 0.9 = -1.1
-    ("clip_low_prev_perfect", "two_python", 0.0, 1.0, -1.0),  # -0.2 - 0.9
-    ("clip_high_is_one", "clean", 1.0, 0.99, 1.0),
+    ("clip_low", "repeat8", 0.0, 0.5, -1.0, NONE),  # -0.2 - 0.9 = -1.1
+    ("clip_low_prev_perfect", "two_python", 0.0, 1.0, -1.0, NONE),  # -0.2 - 0.9
+    ("clip_high_is_one", "clean", 1.0, 0.99, 1.0, NONE),
 ]
 
 
-@pytest.mark.parametrize("kind,p,b,expected", [row[1:] for row in TABLE], ids=[row[0] for row in TABLE])
-def test_shaped_reward_table_cobalt(responses, kind, p, b, expected):
-    assert shaped_reward(responses[kind], p, b, profile="cobalt") == pytest.approx(expected, abs=1e-12)
+def expected_score(kind: str, base: float, tanh: bool, profile: str) -> float:
+    """``base`` plus, when ``tanh``, the hand constant of the fixture's think length in ``profile``
+    (the paper profile counts the ``<think>`` tag too)."""
+    if not tanh:
+        return base
+    think = FIXTURE_TOKENS[kind][0] + (TAG_TOKENS if profile == "paper" else 0)
+    return base + HAND_TANH[think]
+
+
+@pytest.mark.parametrize("profile", ["paper", "cobalt"])
+@pytest.mark.parametrize("kind,p,b,base,tanh", [row[1:] for row in TABLE], ids=[row[0] for row in TABLE])
+def test_shaped_reward_table(responses, kind, p, b, base, tanh, profile):
+    expected = expected_score(kind, base, tanh, profile)
+    chosen = {} if profile == "paper" else {"profile": profile}  # paper: the default, called as such
+    assert shaped_reward(responses[kind], p, b, **chosen) == pytest.approx(expected, abs=1e-12)
 
 
 def test_fixture_token_counts(responses):
@@ -192,7 +148,7 @@ def test_think_counts_follow_the_original_independently(responses):
 
 
 def test_hand_constants_match_tanh():
-    for t, value in ((95, F95), (110, F110), (120, F120), (128, F128), (98, F98), (113, F113), (123, F123), (131, F131)):
+    for t, value in HAND_TANH.items():
         assert value == pytest.approx(0.075 * math.tanh(t / 1024), abs=1e-15)
 
 
