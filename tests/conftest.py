@@ -1,6 +1,9 @@
-"""Shared test fixtures: paths to ../shared/data and a real embedded executor."""
+"""Shared test fixtures: paths to ../shared/data and a real embedded executor; one Ray
+authentication setting for the whole session."""
 from __future__ import annotations
 
+import os
+import secrets
 from pathlib import Path
 
 import pytest
@@ -8,6 +11,24 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 LEETCODE_FILE = SHARED_DATA / "leetcode" / "leetcode_problems.jsonl.gz"
+
+
+def pytest_configure(config):
+    """Fix Ray's token authentication for the session before any test imports Ray.
+
+    Left unset, Ray decides per process: a ``ray.init()`` that starts a local cluster turns
+    token auth on and writes ``RAY_AUTH_MODE=token`` into this process's environment (so every
+    later subprocess inherits it), ``ray start`` turns it on only if ``~/.ray/auth_token``
+    exists, and a driver given an explicit address keeps it off. A driver whose mode differs
+    from its cluster's never receives its actors' results (the workers' replies are refused
+    with ``InvalidAuthToken``) and waits forever. So: token auth with a token of this session,
+    in the environment that every head, worker, ``serve`` CLI and driver inherits. A mode set
+    by the caller is kept as it is.
+    """
+    if "RAY_AUTH_MODE" not in os.environ:
+        os.environ["RAY_AUTH_MODE"] = "token"
+        os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+        os.environ.pop("RAY_AUTH_TOKEN_PATH", None)
 
 
 @pytest.fixture(scope="session")

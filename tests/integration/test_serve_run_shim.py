@@ -1,5 +1,6 @@
 """The paper's command works from the repository root:
-``serve run remote_reward_server:app --name evaluator --route-prefix /evaluator``."""
+``serve run remote_reward_server:app --name evaluator --route-prefix /evaluator``,
+on this module's private Ray cluster (``RAY_ADDRESS``), Serve's HTTP proxy on a free port."""
 from __future__ import annotations
 
 import json
@@ -14,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from support.ray_cluster import RayCluster
+
 pytest.importorskip("ray.serve")
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _post(payload: dict) -> dict | None:
-    req = urllib.request.Request("http://127.0.0.1:8000/evaluator", data=json.dumps(payload).encode(),
-                                 headers={"Content-Type": "application/json"})
+def _post(url: str, payload: dict) -> dict | None:
+    req = urllib.request.Request(url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=30) as resp:
             return json.loads(resp.read())
@@ -30,29 +32,30 @@ def _post(payload: dict) -> dict | None:
 
 def test_serve_run_of_the_root_shim(tmp_path):
     serve_bin = Path(sys.executable).with_name("serve")
-    env = {**os.environ, "COBALT_EVAL_CPUS_PER_REPLICA": "1", "COBALT_EVAL_MEMORY_GB_PER_REPLICA": "1"}
-    log = open(tmp_path / "serve.log", "wb")
-    proc = subprocess.Popen(
-        [str(serve_bin), "run", "remote_reward_server:app", "--name", "evaluator", "--route-prefix", "/evaluator"],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    payload = {"code": "print(input()[::-1])", "test_cases": {"inputs": ["abc", "xy"], "outputs": ["cba", "xx"]}}
-    try:
-        result, deadline = None, time.monotonic() + 180
-        while result is None and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(2)
-            result = _post(payload)
-        tail = (tmp_path / "serve.log").read_text(errors="replace")[-2000:]
-        assert result is not None, f"the app never answered on /evaluator:\n{tail}"
-        assert result["passing"] == [True, False]
-        assert result["status"] == ["passed", "wrong_answer"]
-    finally:
+    with RayCluster(tmp_path / "ray", num_cpus=2, serve=True) as cluster:
+        env = cluster.env(COBALT_EVAL_CPUS_PER_REPLICA="1", COBALT_EVAL_MEMORY_GB_PER_REPLICA="1")
+        log = open(tmp_path / "serve.log", "wb")
+        proc = subprocess.Popen(
+            [str(serve_bin), "run", "remote_reward_server:app", "--name", "evaluator", "--route-prefix", "/evaluator"],
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        payload = {"code": "print(input()[::-1])", "test_cases": {"inputs": ["abc", "xy"], "outputs": ["cba", "xx"]}}
         try:
-            os.killpg(proc.pid, signal.SIGINT)
-            proc.wait(timeout=60)
-        except ProcessLookupError:
-            pass
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        subprocess.run([str(Path(sys.executable).with_name("ray")), "stop", "--force"], capture_output=True, timeout=120)
+            result, deadline = None, time.monotonic() + 180
+            while result is None and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(2)
+                result = _post(f"{cluster.http_url}/evaluator", payload)
+            tail = (tmp_path / "serve.log").read_text(errors="replace")[-2000:]
+            assert result is not None, f"the app never answered on /evaluator:\n{tail}"
+            assert result["passing"] == [True, False]
+            assert result["status"] == ["passed", "wrong_answer"]
+        finally:
+            try:  # serve run shuts its app down on SIGINT; the cluster itself goes with the `with`
+                os.killpg(proc.pid, signal.SIGINT)
+                proc.wait(timeout=60)
+            except ProcessLookupError:
+                pass
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            log.close()

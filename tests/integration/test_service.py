@@ -9,20 +9,26 @@ import urllib.request
 import pytest
 
 from cobalt.execution.client import EvaluatorClient, results_equal
+from support.ray_cluster import RayCluster
 
 ray = pytest.importorskip("ray")
 serve = pytest.importorskip("ray.serve")
 
 
 @pytest.fixture(scope="module")
-def served():
+def cluster(tmp_path_factory):
+    """This module's private Ray cluster (2 CPUs) with Serve on a free port of 127.0.0.1."""
+    with RayCluster(tmp_path_factory.mktemp("ray"), num_cpus=2, serve=True) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def served(cluster):
     from cobalt.execution.service import APP_NAME, ServiceConfig, deploy
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    deploy(config=ServiceConfig(num_replicas=1, cpus_per_replica=2, memory_gb_per_replica=1, max_ongoing_requests=32))
+    deploy(cluster.address, config=ServiceConfig(num_replicas=1, cpus_per_replica=2, memory_gb_per_replica=1,
+                                                 max_ongoing_requests=32), log_to_driver=False)
     yield APP_NAME
-    serve.shutdown()
-    ray.shutdown()
 
 
 def _jobs(leetcode_problems, n=24):
@@ -62,9 +68,9 @@ def test_batch_payload_and_bad_payloads_through_the_handle(served):
     assert "'code' must be a string" in out[2]["error"]
 
 
-def test_http_route_prefix(served):
+def test_http_route_prefix(served, cluster):
     body = json.dumps({"code": "print(input()[::-1])", "test_cases": {"inputs": ["abc"], "outputs": ["cba"]}}).encode()
-    req = urllib.request.Request("http://127.0.0.1:8000/evaluator", data=body, headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(f"{cluster.http_url}/evaluator", data=body, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=60) as resp:
         assert json.loads(resp.read())["passing"] == [True]
 

@@ -21,6 +21,7 @@ import pytest
 
 from cobalt.execution.base import Limits
 from cobalt.execution.client import EvaluatorClient
+from support.ray_cluster import RayCluster
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FAST = Limits(test_wall_s=2.0, test_cpu_s=2.0, program_wall_s=10.0, memory_bytes=256 << 20)
@@ -130,16 +131,15 @@ serve = pytest.importorskip("ray.serve")
 
 
 @pytest.fixture(scope="module")
-def served():
-    """One local Ray and the evaluator app for this module (2 CPUs, 1 replica)."""
+def served(tmp_path_factory):
+    """This module's private Ray cluster (2 CPUs) and the evaluator app (1 replica)."""
     from cobalt.execution.service import APP_NAME, ROUTE_PREFIX, ServiceConfig, build_app
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    config = ServiceConfig(num_replicas=1, cpus_per_replica=2, memory_gb_per_replica=1, max_ongoing_requests=64)
-    serve.run(build_app(config, limits=FAST), name=APP_NAME, route_prefix=ROUTE_PREFIX)
-    yield APP_NAME
-    serve.shutdown()
-    ray.shutdown()
+    with RayCluster(tmp_path_factory.mktemp("ray"), num_cpus=2, serve=True) as cluster:
+        cluster.connect()
+        config = ServiceConfig(num_replicas=1, cpus_per_replica=2, memory_gb_per_replica=1, max_ongoing_requests=64)
+        serve.run(build_app(config, limits=FAST), name=APP_NAME, route_prefix=ROUTE_PREFIX)
+        yield APP_NAME
 
 
 def _replica_name() -> str:
@@ -150,7 +150,7 @@ def _replica_name() -> str:
 
 
 def _replica_pids() -> set[int]:
-    """Replica worker processes of this test's own Ray (descendants of this process)."""
+    """Replica worker processes of this module's own cluster (descendants of this process)."""
     out = set()
     for proc in psutil.Process(os.getpid()).children(recursive=True):
         try:

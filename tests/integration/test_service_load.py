@@ -22,6 +22,7 @@ from cobalt.execution.client import EvaluatorClient
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
 import soak_service  # noqa: E402  (the soak's workload and checks, shared with the benchmark)
+from support.ray_cluster import RayCluster  # noqa: E402
 
 ray = pytest.importorskip("ray")
 serve = pytest.importorskip("ray.serve")
@@ -30,18 +31,17 @@ RSS_GROWTH_LIMIT_MB = 150
 
 
 @pytest.fixture(scope="module")
-def replicas():
-    """One local Ray (2 CPUs) and the evaluator app; yields the replica processes."""
+def replicas(tmp_path_factory):
+    """This module's private Ray cluster (2 CPUs) and the evaluator app; yields the replica processes."""
     from cobalt.execution.service import APP_NAME, ROUTE_PREFIX, ServiceConfig, build_app
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    config = ServiceConfig(num_replicas=1, cpus_per_replica=2, memory_gb_per_replica=1, max_ongoing_requests=128)
-    serve.run(build_app(config, limits=Limits(memory_bytes=256 << 20)), name=APP_NAME, route_prefix=ROUTE_PREFIX)
-    procs = soak_service.replica_processes()
-    assert len(procs) == 1
-    yield procs
-    serve.shutdown()
-    ray.shutdown()
+    with RayCluster(tmp_path_factory.mktemp("ray"), num_cpus=2, serve=True) as cluster:
+        cluster.connect()
+        config = ServiceConfig(num_replicas=1, cpus_per_replica=2, memory_gb_per_replica=1, max_ongoing_requests=128)
+        serve.run(build_app(config, limits=Limits(memory_bytes=256 << 20)), name=APP_NAME, route_prefix=ROUTE_PREFIX)
+        procs = soak_service.replica_processes()  # descendants of this process: the cluster's head is one
+        assert len(procs) == 1
+        yield procs
 
 
 def _hold(replicas, *, programs: int, tests: int, concurrency: int, duration_s: float):

@@ -1,1 +1,2 @@
-"""Test helpers shared by the suites: a scriptable OpenAI-compatible server (openai_server.py)."""
+"""Test helpers shared by the suites: a scriptable OpenAI-compatible server (openai_server.py)
+and a private Ray cluster per test module (ray_cluster.py)."""

@@ -75,12 +75,13 @@ async def test_incomplete_group_closes_after_its_timeout_and_late_members_are_no
     assert (await store.statistics("p"))["trials"] == 2
 
 
-def test_store_as_a_named_ray_actor_is_shared():
-    ray = pytest.importorskip("ray")
+def test_store_as_a_named_ray_actor_is_shared(tmp_path):
+    pytest.importorskip("ray")
     from cobalt.verl_plugin.verpo import RayStoreClient
+    from support.ray_cluster import RayCluster
 
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, namespace="cobalt-test")
-    try:
+    with RayCluster(tmp_path / "ray", num_cpus=1) as cluster:
+        cluster.connect(namespace="cobalt-test")
         a = RayStoreClient.get_or_create(name="verpo_test_store")
         b = RayStoreClient.get_or_create(name="verpo_test_store")  # a second worker attaches to the same actor
 
@@ -91,5 +92,3 @@ def test_store_as_a_named_ray_actor_is_shared():
         got = asyncio.run(both())
         # passes 2, 1, 0 of 2: rho = 3/4, 2/4, 1/4 -> d = 1/4, 2/4, 3/4 -> w = 1/6, 2/6, 3/6
         assert got[0]["weights"] == got[1]["weights"] == pytest.approx([1 / 6, 2 / 6, 3 / 6])
-    finally:
-        ray.shutdown()
