@@ -523,12 +523,17 @@ class _Silent:
         await asyncio.Event().wait()
 
 
-async def test_evaluator_that_never_answers_is_given_up(leetcode_rows, monkeypatch):
-    """The row waits the client's timeout plus the grace (here set to 0), then scores pass rate 0."""
+async def test_evaluator_that_never_answers_is_given_up(leetcode_rows, monkeypatch, caplog):
+    """The row waits the client's timeout plus the grace (here set to 0), then scores pass rate 0
+    and says so in one log line."""
     monkeypatch.setattr(scoring, "CLIENT_GRACE_S", 0.0)
     row = leetcode_rows[COLLECT]
-    out = await compute_score("lc", with_code(row, row["prompt"] + row["completion"]), json.dumps(call_tests(row)),
-                              None, client=_Silent())
+    with caplog.at_level(logging.WARNING, logger="cobalt.reward.scoring"):
+        out = await compute_score("lc", with_code(row, row["prompt"] + row["completion"]),
+                                  json.dumps(call_tests(row)), {"index": 5}, client=_Silent())
+    assert [r.getMessage() for r in caplog.records] == [
+        "reward: row 5 of 'lc': evaluation failed (evaluation did not return within 0.25 s); scored with pass rate 0"
+    ]
     assert out["reason"] == "evaluation failed: evaluation did not return within 0.25 s"
     assert out["eval_failed"] and out["pass_rate"] == 0.0
     assert out["score"] == pytest.approx(-0.1 + F98, abs=1e-12)
