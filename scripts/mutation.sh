@@ -3,7 +3,8 @@
 # that its tests notice. Not part of CI: it takes minutes per module.
 #
 # Usage:  scripts/mutation.sh [TARGET ...]
-#   TARGET is one of: compare feedback reward shaped scoring trajectories perturbation
+#   TARGET is one of: compare feedback reward shaped scoring repetition tokens trajectories
+#   perturbation
 #   (default: all of compare feedback reward trajectories perturbation).
 # Env:    MUTMUT_CHILDREN  parallel workers (default: number of cores)
 #         KEEP=1           keep the scratch folder (mutmut's results, `mutmut show NAME`)
@@ -29,7 +30,9 @@ declare -A TARGETS=(
   [reward]="src/cobalt/reward/*|tests/unit/reward"
   [shaped]="src/cobalt/reward/shaped.py|tests/unit/reward/test_shaped.py"
   [scoring]="src/cobalt/reward/scoring.py|tests/unit/reward/test_scoring.py"
-  [trajectories]="src/cobalt/data/trajectories.py|tests/unit/data/test_trajectories.py tests/unit/data/test_max_variance.py tests/unit/data/test_trajectories_cli.py"
+  [repetition]="src/cobalt/reward/repetition.py|tests/unit/reward/test_repetition.py"
+  [tokens]="src/cobalt/reward/tokens.py|tests/unit/reward/test_tokens.py"
+  [trajectories]="src/cobalt/data/trajectories.py|tests/unit/data/test_trajectories.py tests/unit/data/test_max_variance.py tests/unit/data/test_trajectories_cli.py --deselect=tests/unit/data/test_trajectories_cli.py::test_evaluation_prompts_through_the_paper_shim"
   [perturbation]="src/cobalt/data/perturbation.py|tests/unit/data/test_perturbation.py tests/unit/data/test_public_test_set.py"
 )
 if [ "$#" -eq 0 ]; then

@@ -65,12 +65,15 @@ def test_pool_is_the_n_smallest():
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError) as info:
         max_variance_subset([0.1] * 6, m=0)
-    with pytest.raises(ValueError):
+    assert str(info.value) == "need 1 <= m <= n, got m=0, n=16"
+    with pytest.raises(ValueError) as info:
         max_variance_subset([0.1] * 6, m=5, n=4)
-    with pytest.raises(ValueError):
+    assert str(info.value) == "need 1 <= m <= n, got m=5, n=4"
+    with pytest.raises(ValueError) as info:
         max_variance_subset([0.1, float("nan"), 0.2, 0.3, 0.4, 0.5])
+    assert str(info.value) == "diffs must not contain NaN"
 
 
 tie_prone = st.sampled_from([0.05, 0.1, 0.25, 0.5, 0.75, 0.8, 1.0])

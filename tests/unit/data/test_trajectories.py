@@ -234,6 +234,30 @@ def test_down_sampling_flags_change_m(leetcode):
     assert select_trajectories(parse(obj), BuildConfig(max_trajectories=2)) == [2, 1]
 
 
+def test_variance_pool_flag_limits_the_candidates(leetcode):
+    t = texts(leetcode, 2, start=20)
+    obj = record("mv", [[turn(t[0], k), turn(t[1], 20)] for k in (12, 0, 18, 4, 16, 8)])
+    # d = .4 1.0 .1 .8 .2 .6; n = 4: the pool is the four smallest (.1 s2, .2 s4, .4 s0, .6 s5), all kept
+    assert select_trajectories(parse(obj), BuildConfig(variance_pool=4)) == [2, 4, 0, 5]
+
+
+def test_evaluation_without_an_improving_trajectory_keeps_only_the_first_turn_prompt(leetcode):
+    t = texts(leetcode, 2)
+    obj = record("flat", [[turn(t[0], 8), turn(t[1], 8)], [turn(t[1], 20), turn(t[0], 20)]])  # d = 0 everywhere
+    assert select_trajectories(parse(obj), BuildConfig(is_test=True)) == []
+    rows, summary = run_one(obj, BuildConfig(is_test=True))
+    assert [r.id for r in rows] == ["flat/t0"] and summary.problems_kept == 0
+
+
+def test_improvement_range_by_hand():
+    from cobalt.data.trajectories import improvement_range
+
+    assert improvement_range([]) == 0.0
+    assert improvement_range([0.25]) == 0.0
+    assert improvement_range([0.2, 1.0, 0.4]) == 0.8
+    assert improvement_range([1.0, 0.8]) == improvement_range([0.4, 0.2]) == 0.2  # equal after rounding
+
+
 # ------------------------------------------------------------------ partial-trajectory prompts
 
 
@@ -361,6 +385,15 @@ def test_early_stop_rule_follows_the_profile(leetcode):
     obj = record("es", [[turn(t[i], k) for i, k in enumerate([20, 2, 20, 20])]])
     assert [r.turn for r in run_one(obj)[0]] == [0]
     assert sorted(r.turn for r in run_one(obj, BuildConfig(profile="cobalt"))[0]) == [0, 1, 2, 3]
+
+
+def test_three_turn_trajectory_is_enough_for_rule_b(leetcode):
+    t = texts(leetcode, 3, start=60)
+    obj = record("three", [[turn(t[0], 20), turn(t[1], 2), turn(t[2], 20)]])
+    rows, summary = run_one(obj)  # paper: pass rate 1.0 at turns 0 and 2, so no partial prompt
+    assert [r.turn for r in rows] == [0] and summary.early_stops == 1
+    rows, _ = run_one(obj, BuildConfig(stop_when="public"))
+    assert sorted(r.turn for r in rows if r.turn) == [1, 2, 3]
 
 
 def test_two_turn_trajectory_has_no_turn_2_for_rule_b(leetcode):

@@ -19,7 +19,7 @@ def reference(text: str, min_len: int = 32, min_repeats: int = 8) -> bool:
     return False
 
 
-PARAMS = [(32, 8), (1, 1), (1, 2), (2, 2), (3, 3), (4, 4), (5, 8), (8, 5), (16, 3), (6, 9), (7, 2)]
+PARAMS = [(32, 8), (1, 1), (1, 2), (2, 2), (3, 3), (4, 4), (5, 8), (8, 5), (16, 3), (6, 9), (7, 2), (1, 3), (1, 8)]
 ALPHABETS = ["a", "ab", "abc", "ab\n", "xyzw", "aé😀\n", "\x00\u200b "]
 
 
@@ -141,15 +141,46 @@ def test_long_text_with_runs_just_short_of_the_bound():
     assert has_repetition(text + "a" * 256)
 
 
-@pytest.mark.parametrize("min_len,min_repeats", [(0, 8), (32, 0), (-1, 2), (2.5, 3), (True, 3)])
-def test_rejects_bad_parameters(min_len, min_repeats):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(
+    "min_len,min_repeats,message",
+    [
+        (0, 8, "min_len must be a positive int, got 0"),
+        (32, 0, "min_repeats must be a positive int, got 0"),
+        (-1, 2, "min_len must be a positive int, got -1"),
+        (2.5, 3, "min_len must be a positive int, got 2.5"),
+        (True, 3, "min_len must be a positive int, got True"),
+        (4, False, "min_repeats must be a positive int, got False"),
+        (4, "8", "min_repeats must be a positive int, got '8'"),
+    ],
+)
+def test_rejects_bad_parameters(min_len, min_repeats, message):
+    with pytest.raises(ValueError) as info:
         has_repetition("abc", min_len, min_repeats)
+    assert str(info.value) == message
 
 
 def test_rejects_non_string():
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError) as info:
         has_repetition(b"abc" * 100)
+    assert str(info.value) == "text must be str, got bytes"
+
+
+@pytest.mark.parametrize(
+    "text,min_len,min_repeats,expected",
+    [
+        # blocks of one character: the first level of the scan holds period 1 alone
+        ("xaaa", 1, 3, True),
+        ("aaxa", 1, 3, False),
+        ("bbaaabaababaaba", 1, 3, True),  # "aaa" in the middle
+        ("babaabbabb", 1, 3, False),  # no block three times in a row
+        ("ab" * 3, 1, 3, True),  # "ab" x 3 (a block of 2 >= 1)
+        ("xy" + "q" * 8, 1, 8, True),
+        ("xy" + "q" * 7 + "xy", 1, 8, False),
+    ],
+)
+def test_one_character_minimum_block(text, min_len, min_repeats, expected):
+    assert has_repetition(text, min_len, min_repeats) is expected
+    assert reference(text, min_len, min_repeats) is expected
 
 
 @settings(max_examples=200, deadline=None)

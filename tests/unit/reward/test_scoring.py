@@ -437,3 +437,110 @@ async def test_unexpected_error_in_validation_scores_by_profile(client, leetcode
                               {"split": "test"}, client=_BadTimeout(client), profile=profile)
     assert (out["score"], out["correctness"], out["is_val"], out["eval_failed"]) == (score, score, True, True)
     assert out["reason"] == "unexpected ValueError: could not convert string to float: 'soon'"
+
+
+def test_failure_score_and_pass_rate_default_to_the_paper_profile():
+    """Called without a profile, both helpers follow ``paper``: -1 for a failed row in validation
+    too, and a failed evaluation counts as pass rate 0 even when verdicts came back."""
+    from cobalt.execution.base import ExecutionResult
+
+    assert (scoring.failure_score(False), scoring.failure_score(True)) == (-1.0, -1.0)
+    cut = ExecutionResult((True, True), ("", ""), ("passed", "passed"), (0.0, 0.0), (0.0, 0.0),
+                          error="the program ran out of its budget")
+    assert scoring.evaluated_pass_rate(cut, 3) == 0.0
+    assert scoring.evaluated_pass_rate(cut, 3, "cobalt") == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize("passing,expected", [((True,), 1.0), ((False,), 0.0)])
+def test_evaluated_pass_rate_of_a_single_test(passing, expected):
+    from cobalt.execution.base import ExecutionResult
+
+    one = ExecutionResult(passing, ("",), ("passed",), (0.0,), (0.0,))
+    assert scoring.evaluated_pass_rate(one, 1, "paper") == expected
+    assert scoring.evaluated_pass_rate(one, 1, "cobalt") == expected
+
+
+async def test_response_that_is_not_text_is_named_by_its_type(client, leetcode_rows, caplog):
+    tests = json.dumps(call_tests(leetcode_rows[COLLECT]))
+    with caplog.at_level(logging.WARNING, logger="cobalt.reward.scoring"):
+        out = await compute_score("lc", 42, tests, {"index": 3}, client=client)
+    assert out["score"] == -1.0 and out["reason"] == "response is int, not str"
+    # the whole log line, as written: nothing before "reward:" and nothing after the reason
+    assert [r.getMessage() for r in caplog.records] == ["reward: row 3 of 'lc' scores as failed: response is int, not str"]
+
+
+def test_reset_client_forgets_the_cached_client(monkeypatch):
+    monkeypatch.setattr(scoring, "_state", {"client": EvaluatorClient.embedded(max_concurrency=1), "sem": None,
+                                            "loop": None})
+    monkeypatch.setenv("COBALT_EVALUATOR", "embedded")
+    monkeypatch.setenv("COBALT_EVAL_CONCURRENCY", "3")
+    scoring.reset_client()
+    assert scoring._state == {"client": None, "sem": None, "loop": None}
+    rebuilt = scoring._default_client()  # built again from the settings
+    assert (rebuilt.mode, rebuilt.max_concurrency) == ("embedded", 3) and scoring._state["client"] is rebuilt
+
+
+@pytest.mark.parametrize("profile,score,has_code", [("paper", -1.0, False), ("cobalt", 1.0, True)])
+async def test_code_extraction_follows_the_profile(client, leetcode_rows, profile, score, has_code):
+    """A fence line "```python " (a space before the newline): the paper's regex finds no block
+    there; cobalt's fence rule reads the block, and the reference solution in it passes."""
+    row = leetcode_rows[COLLECT]
+    response = with_code(row, row["prompt"] + row["completion"]).replace("```python\n", "```python \n", 1)
+    out = await compute_score("lc", response, json.dumps(call_tests(row)), None, client=client, profile=profile)
+    assert (out["score"], out["has_code"]) == (score, has_code)
+
+
+async def test_no_code_row_logs_its_previous_best(client, leetcode_rows):
+    row = leetcode_rows[COLLECT]
+    out = await compute_score("lc", row["response"].split("```python")[0], json.dumps(call_tests(row)),
+                              {"prev_best_pass_rate": 0.5}, client=client)
+    assert (out["score"], out["prev_best_pass_rate"], out["reason"]) == (-1.0, 0.5, "no code block")
+
+
+class _NoTimeout:
+    """The real embedded evaluator behind an object that has no ``timeout_s`` attribute."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    async def evaluate(self, code, tests):
+        return await self.inner.evaluate(code, tests)
+
+
+async def test_client_without_a_timeout_setting_is_waited_for(client, leetcode_rows):
+    row = leetcode_rows[COLLECT]
+    out = await compute_score("lc", with_code(row, row["prompt"] + row["completion"]), json.dumps(call_tests(row)),
+                              None, client=_NoTimeout(client))
+    assert (out["score"], out["eval_failed"], out["reason"]) == (1.0, False, "")
+
+
+class _Silent:
+    """An evaluator that never answers (a replica that hangs): only the row's own wait ends it."""
+
+    timeout_s = 0.25
+
+    async def evaluate(self, code, tests):
+        await asyncio.Event().wait()
+
+
+async def test_evaluator_that_never_answers_is_given_up(leetcode_rows, monkeypatch, caplog):
+    """The row waits the client's timeout plus the grace (here set to 0), then scores pass rate 0
+    and says so in one log line."""
+    monkeypatch.setattr(scoring, "CLIENT_GRACE_S", 0.0)
+    row = leetcode_rows[COLLECT]
+    with caplog.at_level(logging.WARNING, logger="cobalt.reward.scoring"):
+        out = await compute_score("lc", with_code(row, row["prompt"] + row["completion"]),
+                                  json.dumps(call_tests(row)), {"index": 5}, client=_Silent())
+    assert [r.getMessage() for r in caplog.records] == [
+        "reward: row 5 of 'lc': evaluation failed (evaluation did not return within 0.25 s); scored with pass rate 0"
+    ]
+    assert out["reason"] == "evaluation failed: evaluation did not return within 0.25 s"
+    assert out["eval_failed"] and out["pass_rate"] == 0.0
+    assert out["score"] == pytest.approx(-0.1 + F98, abs=1e-12)
+
+
+async def test_raising_evaluator_reason_names_the_exception(leetcode_rows):
+    row = leetcode_rows[COLLECT]
+    out = await compute_score("lc", with_code(row, row["prompt"] + row["completion"]),
+                              json.dumps(call_tests(row)), None, client=_Broken())
+    assert out["reason"] == "evaluation failed: evaluation raised ConnectionError: replica died"

@@ -116,3 +116,46 @@ def test_offline_with_cache_dir_only():
     proc = _run(code, TIKTOKEN_CACHE_DIR=str(TIKTOKEN_DIR))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "2"
+
+
+# make_token_counter is called directly below, not through get_token_counter: the latter is
+# cached per setting (functools.lru_cache), so a counter built once in a process is reused.
+
+
+@pytest.mark.parametrize(
+    "spec,encoding",
+    [("o200k_base", "o200k_base"), (" o200k_base ", "o200k_base"), ("tiktoken:o200k_base", "o200k_base"),
+     ("tiktoken:cl100k_base", "cl100k_base")],
+)
+def test_tiktoken_setting_names_the_encoding(spec, encoding):
+    counter = make_token_counter(spec)
+    assert counter == TiktokenCounter(encoding)
+    assert counter.name == f"tiktoken:{encoding}"
+
+
+def test_plain_encoding_name_counts_with_that_encoding():
+    # "hello world" is two tokens in o200k_base (tiktoken's own count, checked above).
+    assert make_token_counter("o200k_base").count("hello world") == 2
+
+
+@pytest.mark.parametrize("path", ["x", "/models/qwen3", str(QWEN3_TOKENIZER)])
+def test_hf_setting_keeps_the_whole_path(path):
+    counter = make_token_counter(f"hf:{path}")
+    assert counter == HFTokenCounter(path)
+    assert counter.name == f"hf:{path}"
+
+
+def test_hf_setting_without_a_path_says_so():
+    with pytest.raises(ValueError) as info:
+        make_token_counter("hf:")
+    assert str(info.value) == "tokenizer setting 'hf:' needs a path"
+
+
+@pytest.mark.parametrize("spec", ["tiktoken:", "some/path/without/prefix", "tiktoken:a/b"])
+def test_unknown_setting_message_names_it_and_the_choices(spec):
+    with pytest.raises(ValueError) as info:
+        make_token_counter(spec)
+    message = str(info.value)
+    assert message.startswith(f"unknown tokenizer setting {spec!r}: ")
+    for choice in ("o200k_base", "tiktoken:<name>", "hf:<path>"):
+        assert choice in message
