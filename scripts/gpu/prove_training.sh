@@ -181,6 +181,19 @@ do_merge() {
         [[ -f "$WORK/trained/$f" || ! -f "$(model_dir)/$f" ]] || cp "$(model_dir)/$f" "$WORK/trained/"
     done
     echo "merged global_step_$step into $WORK/trained: $(ls "$WORK/trained" | tr '\n' ' ')"
+    # How far training moved the weights (the merged model against the base it started from).
+    "$PYTHON" - "$(model_dir)" "$WORK/trained" <<'PY'
+import sys
+
+import torch
+from transformers import AutoModelForCausalLM
+
+base, trained = (AutoModelForCausalLM.from_pretrained(p, dtype=torch.float32).state_dict() for p in sys.argv[1:3])
+changed = sum(int((base[k] != trained[k]).sum()) for k in base if k in trained)
+total = sum(v.numel() for v in base.values())
+biggest = max(float((base[k] - trained[k]).abs().max()) for k in base if k in trained)
+print(f"merge: {changed} of {total} weights differ from the base ({changed / total:.2%}); largest change {biggest:.3g}")
+PY
 }
 
 do_compare() {
