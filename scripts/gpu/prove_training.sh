@@ -118,6 +118,9 @@ keep = re.compile(r"(grad_norm|advantages/(mean|max|min)|critic/score/(mean|max|
                   r"correctness|improvement|format|n_tests|has_code|reward_failed|acc/mean|pg_loss|"
                   r"response_length/mean|^timing_s/|^perf/(time_per_step|throughput))")
 for line in open(sys.argv[1], errors="replace"):
+    if "cobalt reward:" in line:  # the reward manager's component line (training rows)
+        print("  " + line[line.index("cobalt reward:"):].strip())
+        continue
     m = re.search(r"\bstep:(\d+) - (.*)", line)
     if not m:
         continue

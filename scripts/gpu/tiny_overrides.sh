@@ -44,5 +44,7 @@ TINY_OVERRIDES=(
     # 16 cores: the evaluator's replicas, verl's reward workers and TransferQueue's storage
     # actors each take a CPU; with verl's defaults (8 + 8 + 8) the trainer waits forever
     reward.num_workers=2
+    # one reward-component line per worker about every step (4 x 4 responses over 2 workers)
+    +reward.reward_kwargs.log_every=8
     transfer_queue.backend.SimpleStorage.num_data_storage_units=1
 )

@@ -142,7 +142,7 @@ def row(problem: LeetCodeProblem, response: str, ground_truth: str, **extra_info
             "data_source": "leetcode", "extra_info": {"index": problem.task_id, **extra_info}}
 
 
-async def test_scores_through_verl_reward_loop(problems, reward_env):
+async def test_scores_through_verl_reward_loop(problems, reward_env, capsys):
     area, keys = problems["maximum-area-of-longest-diagonal-rectangle"], problems["number-of-changing-keys"]
     rows = [
         row(area, answer(area.reference), call_ground_truth(area), split="train"),
@@ -153,7 +153,7 @@ async def test_scores_through_verl_reward_loop(problems, reward_env):
         row(area, answer(area.reference), call_ground_truth(area), is_val=True),
         row(keys, answer(wrong_program(keys)), call_ground_truth(keys), is_val=True),
     ]
-    worker = worker_for("cobalt")
+    worker = worker_for("cobalt", "+reward.reward_kwargs.log_every=5")
     assert isinstance(worker.reward_manager, CobaltRewardManager)
     data = build_batch(worker.input_tokenizer, rows)
 
@@ -182,6 +182,14 @@ async def test_scores_through_verl_reward_loop(problems, reward_env):
     assert all(tuple(info) == REWARD_INFO_KEYS for info in infos)
     stacked = {key: np.array([info[key] for info in infos]) for key in infos[0]}
     assert stacked["acc"].tolist() == [1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0]
+
+    # The manager's log line after the 5 training rows (validation rows are not counted):
+    # 4 programs judged on 4 tests each, the no-code row has none.
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("cobalt reward:")]
+    mean_score = (1.0 + 1.0 + FAILING_SCORE - 1.0 + 0.25) / 5
+    assert lines == [lines[0]] and lines[0].startswith(
+        "cobalt reward: 5 training responses judged (4 with a program, 16 tests run, 0 failed); "
+        f"means: score {mean_score:.3f}, correctness ")
 
 
 async def test_paper_shim_with_verls_naive_manager(problems, reward_env):
@@ -253,3 +261,4 @@ def test_manager_defaults_by_profile(monkeypatch, kwargs, profile, timeout_s):
     monkeypatch.delenv("COBALT_PROFILE", raising=False)
     manager = CobaltRewardManager(OmegaConf.create({"reward": {"reward_kwargs": kwargs}}), tokenizer=None)
     assert (manager.profile.value, manager.timeout_s, manager.passes_profile) == (profile, timeout_s, True)
+    assert manager.log_every == 64

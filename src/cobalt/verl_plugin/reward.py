@@ -25,9 +25,10 @@ a nested value, would break the batch.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-__all__ = ["COMPONENT_KEYS", "REWARD_INFO_KEYS", "compute_score", "flatten_for_verl"]
+__all__ = ["COMPONENT_KEYS", "REWARD_INFO_KEYS", "RewardTally", "compute_score", "flatten_for_verl"]
 
 COMPONENT_KEYS = ("correctness", "improvement", "format")
 _NUMBER_KEYS = (
@@ -106,6 +107,57 @@ def flatten_for_verl(result: Mapping[str, Any] | float, *, failed: bool = False)
     reason = result.get("reason")
     flat["reason"] = reason if isinstance(reason, str) else ""
     return {key: flat[key] for key in REWARD_INFO_KEYS}
+
+
+@dataclass
+class RewardTally:
+    """Running totals of the training rows one reward worker scored, for a log line.
+
+    verl 0.9.1 reports the reward components (:data:`COMPONENT_KEYS`) of
+    validation rows only; this tally is how a training run shows what its
+    rewards were made of and how many responses the evaluator judged. Rows are
+    :func:`flatten_for_verl` results; validation rows are not counted.
+
+    >>> tally = RewardTally()
+    >>> tally.add({"score": 1.0, "correctness": 1.0, "improvement": 0.0, "format": 0.0, "n_tests": 4.0,
+    ...            "has_code": 1, "is_val": 0, "reward_failed": 0})
+    >>> tally.add({"score": -1.0, "correctness": None, "improvement": None, "format": None, "n_tests": 4.0,
+    ...            "has_code": 0, "is_val": 0, "reward_failed": 0})
+    >>> print(tally.line())
+    cobalt reward: 2 training responses judged (1 with a program, 4 tests run, 0 failed); means: score 0.000, correctness 1.000, improvement 0.000, format 0.000
+    """
+
+    rows: int = 0
+    with_code: int = 0
+    failed: int = 0
+    tests: int = 0
+    sums: dict[str, float] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, extra: Mapping[str, Any]) -> None:
+        """Count one scored row (its verl extra info); validation rows are skipped."""
+        if extra.get("is_val"):
+            return
+        self.rows += 1
+        has_code = bool(extra.get("has_code"))
+        self.with_code += int(has_code)
+        self.failed += int(bool(extra.get("reward_failed")))
+        if has_code:  # a row without a program still reports its number of tests; none of them ran
+            self.tests += int(extra.get("n_tests") or 0)
+        for key in ("score", *COMPONENT_KEYS):
+            value = extra.get(key)
+            if value is not None:
+                self.sums[key] = self.sums.get(key, 0.0) + float(value)
+                self.counts[key] = self.counts.get(key, 0) + 1
+
+    def line(self) -> str:
+        """One log line: the counts, then the mean of the score and of each component (over the rows that have it)."""
+        means = ", ".join(
+            f"{key} {self.sums[key] / self.counts[key]:.3f}" if self.counts.get(key) else f"{key} n/a"
+            for key in ("score", *COMPONENT_KEYS)
+        )
+        return (f"cobalt reward: {self.rows} training responses judged ({self.with_code} with a program, "
+                f"{self.tests} tests run, {self.failed} failed); means: {means}")
 
 
 def _flag(value: Any) -> int | None:

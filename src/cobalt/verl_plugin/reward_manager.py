@@ -27,7 +27,13 @@ to the reward function, keep the result's keys as extra info):
   ``paper``), passed on to the reward function when it takes a ``profile``
   keyword (ours does);
 - the same extra-info keys on every row (:data:`cobalt.verl_plugin.reward.REWARD_INFO_KEYS`),
-  which verl needs to stack a batch, whatever the reward function returned.
+  which verl needs to stack a batch, whatever the reward function returned;
+- a log line every ``reward.reward_kwargs.log_every`` training rows (default 64;
+  0: none) with how many responses this worker judged and the means of the
+  score and its components since the last line
+  (:class:`cobalt.verl_plugin.reward.RewardTally`): verl 0.9.1 reports the
+  components of validation rows only. Printed, so Ray forwards it to the
+  trainer's console log.
 
 verl 0.9.1 sends each finished rollout to a reward worker on its own (streaming
 reward, overlapped with generation), so there is no batch to group evaluator
@@ -45,11 +51,13 @@ from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from cobalt.profile import resolve_profile
 from cobalt.reward.scoring import failure_score
-from cobalt.verl_plugin.reward import flatten_for_verl
+from cobalt.verl_plugin.reward import RewardTally, flatten_for_verl
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_CONCURRENT = 8
+DEFAULT_LOG_EVERY = 64
+"""Training rows per reward-component log line of one reward worker (``reward.reward_kwargs.log_every``)."""
 DEFAULT_TIMEOUT_S = {"paper": 300.0, "cobalt": 120.0}
 """Per-row timeout by profile when ``reward.reward_kwargs.timeout_s`` is not set."""
 
@@ -79,11 +87,13 @@ class CobaltRewardManager(RewardManagerBase):
         timeout_s = settings.get("timeout_s")
         self.timeout_s = float(DEFAULT_TIMEOUT_S[self.profile.value] if timeout_s is None else timeout_s)
         self.passes_profile = _accepts_keyword(compute_score, "profile")
-        if self.max_concurrent < 1 or self.timeout_s <= 0:
+        self.log_every = int(settings.get("log_every", DEFAULT_LOG_EVERY))
+        if self.max_concurrent < 1 or self.timeout_s <= 0 or self.log_every < 0:
             raise ValueError(
-                f"reward.reward_kwargs: max_concurrent must be >= 1 and timeout_s > 0, "
-                f"got {self.max_concurrent} and {self.timeout_s}"
+                f"reward.reward_kwargs: max_concurrent must be >= 1, timeout_s > 0 and log_every >= 0, "
+                f"got {self.max_concurrent}, {self.timeout_s} and {self.log_every}"
             )
+        self.tally = RewardTally()
         self._semaphore: asyncio.Semaphore | None = None
         self._semaphore_loop: asyncio.AbstractEventLoop | None = None
 
@@ -118,9 +128,20 @@ class CobaltRewardManager(RewardManagerBase):
                 log.warning("reward failed for a row of %s (%s); scoring it as failed", data_source, reason)
                 score = failure_score(is_val, self.profile)
                 extra = flatten_for_verl({"score": score, "is_val": is_val, "reason": reason}, failed=True)
+                self._count(extra)
                 return {"reward_score": score, "reward_extra_info": extra}
         extra = flatten_for_verl(result)
+        self._count(extra)
         return {"reward_score": extra["score"], "reward_extra_info": extra}
+
+    def _count(self, extra: dict) -> None:
+        """Add a row to the tally; print and restart it every ``log_every`` training rows."""
+        if self.log_every == 0:
+            return
+        self.tally.add(extra)
+        if self.tally.rows >= self.log_every:
+            print(self.tally.line(), flush=True)
+            self.tally = RewardTally()
 
     async def _call(self, data_source: Any, response: str, ground_truth: Any, extra_info: dict) -> Any:
         kwargs = dict(data_source=data_source, solution_str=response, ground_truth=ground_truth, extra_info=extra_info)
