@@ -749,7 +749,7 @@ def _run_tests(job, code_obj, g):
             for fd in t.watch():
                 watch[fd] = t
         remaining = min(t.deadline for t in running) - time.monotonic()
-        if remaining > 0:
+        if watch and remaining > 0:
             # The result channel's write end turns "readable" only when its reader,
             # the host, is gone (POLLERR): then stop at once.
             ready, _, _ = select.select(list(watch) + [_RESULT_FD[0]], [], [], remaining)
