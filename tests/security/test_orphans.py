@@ -20,6 +20,7 @@ is left once the guard expires.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import secrets
@@ -128,8 +129,6 @@ def _held_before_go_ahead(tmpfs_bytes: int) -> tuple[subprocess.Popen, int, int]
     os.close(block_r)
     with os.fdopen(info_r) as fh:
         info = fh.read()  # bubblewrap closes it before blocking
-    import json
-
     return proc, int(json.loads(info)["child-pid"]), block_w
 
 
