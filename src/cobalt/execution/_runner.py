@@ -553,6 +553,7 @@ class _Test:
             if fd is not None:
                 os.close(fd)
         self.pid = pid
+        _LIVE_TESTS[pid] = self.cgroups
         self.pidfd = os.pidfd_open(pid)
         self.deadline = min(self.start + lim["test_wall_s"], deadline_program)
         self.budget_cut = deadline_program < self.start + lim["test_wall_s"]
@@ -621,6 +622,7 @@ class _Test:
             except ProcessLookupError:
                 pass
         _, wstatus, usage = os.wait4(self.pid, 0)
+        _LIVE_TESTS.pop(self.pid, None)
         wall = time.monotonic() - self.start
         _cg_kill(self.cgroups)
         if kill_all and job.get("own_pid_namespace"):
@@ -659,6 +661,34 @@ class _Test:
 
 
 _RESULT_FD = [None]
+_LIVE_TESTS = {}
+"""pid -> cgroup dirs of every test process not yet reaped (to stop them all at once)."""
+
+
+class HostGone(Exception):
+    """The host closed its end of the result channel: it exited or was killed."""
+
+
+def _host_gone():
+    """True once nobody reads the result channel any more (a pipe's write end then
+    reports POLLERR). The host holds the only read end, so this is its death."""
+    p = select.poll()
+    p.register(_RESULT_FD[0], 0)
+    return bool(p.poll(0))
+
+
+def _stop_everything(job):
+    """Kill every test and what it started, then return (the runner then exits, and
+    with it the sandbox): nobody is left to judge them or to enforce the program's cap."""
+    for pid, cgroups in list(_LIVE_TESTS.items()):
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        _cg_kill(cgroups)
+    if job.get("own_pid_namespace"):
+        _kill_others()
 
 
 def _json_value(v):
@@ -720,7 +750,11 @@ def _run_tests(job, code_obj, g):
                 watch[fd] = t
         remaining = min(t.deadline for t in running) - time.monotonic()
         if watch and remaining > 0:
-            ready, _, _ = select.select(list(watch), [], [], remaining)
+            # The result channel's write end turns "readable" only when its reader,
+            # the host, is gone (POLLERR): then stop at once.
+            ready, _, _ = select.select(list(watch) + [_RESULT_FD[0]], [], [], remaining)
+            if _RESULT_FD[0] in ready:
+                raise HostGone()
             for fd in ready:
                 watch[fd].on_ready(fd)
         now = time.monotonic()
@@ -775,7 +809,11 @@ def main():
     _RESULT_FD[0] = job["result_fd"]
     _drop_privileges(job.get("uid"))
     _set_not_dumpable()
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    # SIGPIPE stays ignored here (as Python starts): a write to a host that went
+    # away fails with EPIPE, and the runner then stops every test instead of dying
+    # and leaving them running unwatched. Each test restores the default.
+    if _host_gone():
+        return  # the host died while sending the job: no test may start
     try:
         os.chdir(job.get("workdir") or "/tmp")
     except OSError:
@@ -816,7 +854,10 @@ def main():
     gc.collect()
     gc.freeze()  # keep the children's garbage collector off the shared pages
 
-    _run_tests(job, code_obj, g)
+    try:
+        _run_tests(job, code_obj, g)
+    except (HostGone, BrokenPipeError):
+        _stop_everything(job)
 
 
 if __name__ == "__main__":

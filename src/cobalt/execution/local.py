@@ -144,6 +144,9 @@ class LocalExecutor:
         if sandbox == "bwrap":
             sandbox_mod_check = sandbox_check_cached()
             log.debug("sandbox: %s", sandbox_mod_check)
+            reaped = sbx.reap_orphans()
+            if reaped:
+                log.warning("cobalt: killed %d sandbox(es) left behind by a process that died", reaped)
         else:
             warnings.warn(
                 "Running programs WITHOUT a sandbox: only resource limits apply. Model-written code can "
@@ -343,7 +346,7 @@ class LocalExecutor:
         finally:
             if ctl_w is not None:
                 os.close(ctl_w)  # end of input: a runner waiting for the word stops
-            _kill(proc)
+            _kill(proc, sandboxed=self.sandbox == "bwrap")
             os.close(res_r)
             if cgroup is not None:
                 cgroup.remove()
@@ -461,12 +464,17 @@ def _write_all_then_close(proc: subprocess.Popen, payload: bytes) -> None:
         pass
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def _kill(proc: subprocess.Popen, sandboxed: bool) -> None:
+    """Kill and reap a sandbox (its PID namespace first: see ``sandbox.kill_sandbox``)
+    or, without one, the runner."""
     if proc.poll() is None:
-        try:
-            proc.kill()
-        except ProcessLookupError:
-            pass
+        if sandboxed:
+            sbx.kill_sandbox(proc)
+        else:
+            try:
+                proc.kill()
+            except ProcessLookupError:
+                pass
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:

@@ -15,6 +15,17 @@ replaced by a minimal one. All namespaces but the mount namespace's view are
 unshared (network, IPC, UTS, PID, cgroup); the sandbox runs in a new session
 and dies with its parent.
 
+Ending a sandbox (see :func:`kill_sandbox`, :func:`reap_orphans`): bubblewrap's
+``--die-with-parent`` is armed in the sandbox's first process (PID 1 of its
+namespace) only after bubblewrap's set-up, and that process waits on an eventfd
+for the outer bubblewrap's go-ahead; killing the outer bubblewrap in that window
+leaves PID 1 blocked forever, reparented to the host's init (bubblewrap issue
+#633). So the host never kills the outer bubblewrap alone: it kills PID 1 of the
+sandbox's namespace first (which takes every process in the namespace with it),
+then bubblewrap. The runner ends the sandbox itself when the host goes away
+(its result channel breaks), and every new executor sweeps sandboxes whose
+bubblewrap parent is gone.
+
 When the caller is root, bubblewrap runs without a user namespace, keeps only
 CAP_SETUID/CAP_SETGID, and the runner immediately becomes a fresh unprivileged
 uid (so RLIMIT_NPROC is enforced and no capability remains). Otherwise the
@@ -28,6 +39,7 @@ import os
 import platform
 import secrets
 import shutil
+import signal
 import site
 import struct
 import subprocess
@@ -281,6 +293,123 @@ def bwrap_argv(
     return args
 
 
+def _children(pid: int) -> list[int]:
+    """The children of single-threaded process ``pid`` (empty when it is gone)."""
+    try:
+        return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _stat_ppid(pid: int) -> int | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rfind(")") + 2:].split()
+    return int(fields[1]) if len(fields) > 1 else None
+
+
+def _kill_if_child_of(pid: int, parent: int | None) -> bool:
+    """SIGKILL ``pid`` through a pidfd, once that pidfd is known to name a child of
+    ``parent`` (a pid reused in the meantime is left alone). True when signalled."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        return False
+    try:
+        if parent is not None and _stat_ppid(pid) != parent:
+            return False
+        signal.pidfd_send_signal(fd, signal.SIGKILL)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def kill_sandbox(proc: subprocess.Popen) -> None:
+    """SIGKILL a sandbox started from :func:`bwrap_argv`, at any stage of its start-up.
+
+    PID 1 of the sandbox's namespace (bubblewrap's only direct child) goes first:
+    the kernel then kills every process of the namespace. Only then the outer
+    bubblewrap: killed first, it could leave PID 1 blocked in its set-up forever.
+    When no child exists yet, bubblewrap is stopped first so that it cannot make
+    one between the look and the kill. The caller reaps ``proc``."""
+    pid = proc.pid
+    if proc.returncode is not None:
+        return
+    kids = _children(pid)
+    if not kids:
+        try:
+            os.kill(pid, signal.SIGSTOP)
+            # Stopped (or already exited): its set of children is final now.
+            os.waitid(os.P_PID, pid, os.WSTOPPED | os.WEXITED | os.WNOWAIT)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        kids = _children(pid)
+    for kid in kids:
+        _kill_if_child_of(kid, pid)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _ns_pids(pid: int) -> list[str]:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("NSpid:"):
+                return line.split()[1:]
+    except OSError:
+        pass
+    return []
+
+
+def _comm(pid: int | None) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def orphaned_sandboxes() -> list[int]:
+    """Host pids of sandboxes that lost their outer bubblewrap: bubblewrap processes
+    running this runner that are PID 1 of a namespace below ours and whose parent is
+    no longer a bubblewrap. No host process supervises them any more; one may be
+    blocked in bubblewrap's set-up forever, or be running a program past every limit
+    that the host enforced."""
+    marker = RUNNER_IN_SANDBOX.encode()
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or _comm(name) != "bwrap":
+            continue
+        pid = int(name)
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if marker not in argv:
+            continue
+        ns = _ns_pids(pid)
+        if len(ns) < 2 or ns[-1] != "1":
+            continue  # an outer bubblewrap, or not a sandbox's PID 1
+        if _comm(_stat_ppid(pid)) != "bwrap":
+            out.append(pid)
+    return out
+
+
+def reap_orphans() -> int:
+    """SIGKILL every sandbox of :func:`orphaned_sandboxes` (its whole PID namespace
+    dies with it); returns how many. Every executor does this when it starts, so a
+    restarted service cleans up after the process that was killed before it."""
+    killed = 0
+    for pid in orphaned_sandboxes():
+        if _kill_if_child_of(pid, _stat_ppid(pid)):
+            killed += 1
+    return killed
+
+
 def direct_argv() -> list[str]:
     """The runner without a sandbox (``--no-sandbox``: resource limits only)."""
     return [python_install().executable, "-S", "-B", str(RUNNER_SOURCE)]
@@ -327,17 +456,23 @@ def check_sandbox(tmpfs_bytes: int = 1 << 20) -> str:
     argv = bwrap_argv(tmpfs_bytes=tmpfs_bytes, allow_packages=False, seccomp_fd=filter_fd)
     argv = argv[: argv.index("--") + 1] + [python_install().executable, "-S", "-c", "print('ok')"]
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=MINIMAL_ENV,
-                              pass_fds=() if filter_fd is None else (filter_fd,))
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=MINIMAL_ENV,
+                                pass_fds=() if filter_fd is None else (filter_fd,))
+    except OSError as exc:
         raise SandboxUnavailable(f"bubblewrap failed to start: {exc}") from None
     finally:
         if filter_fd is not None:
             os.close(filter_fd)
-    if proc.returncode != 0 or proc.stdout.strip() != "ok":
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired as exc:
+        kill_sandbox(proc)
+        proc.communicate()
+        raise SandboxUnavailable(f"bubblewrap failed to start: {exc}") from None
+    if proc.returncode != 0 or out.strip() != "ok":
         raise SandboxUnavailable(
             f"bubblewrap cannot create its sandbox here ({version or 'unknown version'}): "
-            f"{proc.stderr.strip() or 'exit code ' + str(proc.returncode)}. "
+            f"{err.strip() or 'exit code ' + str(proc.returncode)}. "
             "Unprivileged user namespaces may be disabled: enable them "
             "(sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 also "
             "kernel.apparmor_restrict_unprivileged_userns=0), run as root, or, inside Docker, "
