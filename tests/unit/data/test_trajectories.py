@@ -63,6 +63,16 @@ def _packaged_templates(monkeypatch):
     prompts.clear_cache()
 
 
+@pytest.fixture(autouse=True)
+def _no_tqdm_monitor_thread(monkeypatch):
+    """No tqdm monitor thread: its lock is shared by forked processes, and under mutation testing
+    (scripts/mutation.sh) a forked test process that ends while the thread holds it hangs every
+    later one. The thread only tunes the refresh rate of slow bars; the output is the same."""
+    from tqdm import tqdm
+
+    monkeypatch.setattr(tqdm, "monitor_interval", 0)
+
+
 def make_tests(n: int, tag: str) -> dict:
     return {"inputs": [f"{tag} in {i}\n" for i in range(n)], "outputs": [f"{tag} out {i}" for i in range(n)]}
 
@@ -672,3 +682,26 @@ def test_failed_write_leaves_the_old_output_whole(tmp_path):
     assert (tmp_path / "rows.jsonl.tmp").read_text(encoding="utf-8") == '{"id": "new"}\n'
     write_rows([{"id": "new"}], out)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.jsonl"]
+
+
+def test_write_rows_writes_utf8_under_an_ascii_locale(tmp_path):
+    # a child Python whose locale encoding is ASCII (C locale, no coercion, no UTF-8 mode):
+    # the rows must still be UTF-8, not the locale's encoding (which cannot even write "é")
+    import os
+    import subprocess
+    import sys
+
+    import cobalt
+
+    out = tmp_path / "rows.jsonl"
+    code = ("import locale, sys\n"
+            "from cobalt.data.trajectories import write_rows\n"
+            "print(locale.getpreferredencoding(False))\n"
+            "write_rows([{'text': 'caf\\u00e9 \\u2192 ok'}], sys.argv[1])\n")  # escaped: the command line is ASCII
+    env = os.environ | {"LC_ALL": "C", "LANG": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0",
+                        "PYTHONPATH": str(Path(cobalt.__file__).resolve().parents[1])}  # the cobalt under test
+    proc = subprocess.run([sys.executable, "-c", code, str(out)], env=env, capture_output=True, text=True,
+                          encoding="utf-8", cwd=os.getcwd())
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() in ("ANSI_X3.4-1968", "ascii", "US-ASCII")  # the premise: an ASCII locale
+    assert out.read_bytes() == '{"text": "café → ok"}\n'.encode("utf-8")

@@ -47,6 +47,16 @@ FIXTURE = REPO / "tests" / "fixtures" / "trajectories" / "inference_records.json
 TOKENIZER = REPO.parent / "shared" / "data" / "qwen3_tokenizer"
 
 
+@pytest.fixture(autouse=True)
+def _no_tqdm_monitor_thread(monkeypatch):
+    """No tqdm monitor thread: its lock is shared by forked processes, and under mutation testing
+    (scripts/mutation.sh) a forked test process that ends while the thread holds it hangs every
+    later one. The thread only tunes the refresh rate of slow bars; the output is the same."""
+    from tqdm import tqdm
+
+    monkeypatch.setattr(tqdm, "monitor_interval", 0)
+
+
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
