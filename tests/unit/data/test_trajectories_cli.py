@@ -48,12 +48,16 @@ TOKENIZER = REPO.parent / "shared" / "data" / "qwen3_tokenizer"
 
 
 @pytest.fixture(autouse=True)
-def _no_tqdm_monitor_thread(monkeypatch):
-    """No tqdm monitor thread: its lock is shared by forked processes, and under mutation testing
-    (scripts/mutation.sh) a forked test process that ends while the thread holds it hangs every
-    later one. The thread only tunes the refresh rate of slow bars; the output is the same."""
+def _tqdm_lock_of_this_process(monkeypatch):
+    """tqdm's default lock is a multiprocessing semaphore, shared by forked processes: under
+    mutation testing (scripts/mutation.sh forks one process per mutant) a process that died
+    holding it hung every later one. The bars of a test get a lock of their own process, and
+    no monitor thread (it only tunes the refresh rate of slow bars)."""
+    import threading
+
     from tqdm import tqdm
 
+    monkeypatch.setattr(tqdm, "_lock", threading.RLock(), raising=False)
     monkeypatch.setattr(tqdm, "monitor_interval", 0)
 
 
