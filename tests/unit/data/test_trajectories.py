@@ -709,3 +709,7 @@ def test_write_rows_writes_utf8_under_an_ascii_locale(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() in ("ANSI_X3.4-1968", "ascii", "US-ASCII")  # the premise: an ASCII locale
     assert out.read_bytes() == '{"text": "café → ok"}\n'.encode("utf-8")
+    # the same rows written here give the same bytes (and tie this test to write_rows for mutmut,
+    # which maps tests to the functions they call in their own process)
+    write_rows([{"text": "café → ok"}], tmp_path / "here.jsonl")
+    assert (tmp_path / "here.jsonl").read_bytes() == out.read_bytes()
