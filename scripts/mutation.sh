@@ -73,6 +73,9 @@ for target in "$@"; do
     cd "$scratch/repo"
     unset PYTHONPATH  # the mutated copy must be what the tests import
     export TIKTOKEN_CACHE_DIR="${TIKTOKEN_CACHE_DIR:-$SHARED/data/tiktoken}"
+    # no network here: a mutant that asks the Hugging Face hub for a model (the default
+    # Qwen/Qwen3-8B of build-prompts) fails at once instead of waiting for mutmut's timeout
+    export HF_HUB_OFFLINE=1
     # shellcheck disable=SC2086  # MUTANTS is a list of globs for mutmut, not for the shell
     (set -f; "$PY" -m mutmut run --max-children "$CHILDREN" ${MUTANTS:-} > "$scratch/run.log" 2>&1) || true
     tr '\r' '\n' < "$scratch/run.log" | grep -E '[0-9]+/[0-9]+ ' | tail -n 1 || true

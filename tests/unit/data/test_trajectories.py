@@ -21,8 +21,10 @@ from cobalt.data.trajectories import (
     TokenCounter,
     build_prompts,
     history_messages,
+    iter_records,
     process_record,
     select_trajectories,
+    write_rows,
 )
 from cobalt.io import RecordError
 
@@ -59,6 +61,20 @@ def tokenizer(counter):
 def _packaged_templates(monkeypatch):
     monkeypatch.delenv(prompts.ENV_TEMPLATE_DIR, raising=False)
     prompts.clear_cache()
+
+
+@pytest.fixture(autouse=True)
+def _tqdm_lock_of_this_process(monkeypatch):
+    """tqdm's default lock is a multiprocessing semaphore, shared by forked processes: under
+    mutation testing (scripts/mutation.sh forks one process per mutant) a process that died
+    holding it hung every later one. The bars of a test get a lock of their own process, and
+    no monitor thread (it only tunes the refresh rate of slow bars)."""
+    import threading
+
+    from tqdm import tqdm
+
+    monkeypatch.setattr(tqdm, "_lock", threading.RLock(), raising=False)
+    monkeypatch.setattr(tqdm, "monitor_interval", 0)
 
 
 def make_tests(n: int, tag: str) -> dict:
@@ -487,3 +503,213 @@ def test_seeded_shuffle(tmp_path, leetcode):
     in_file_order = [f"p{i}/{suffix}" for i in range(12) for suffix in ("t0", "s0/t1", "s0/t2")]
     assert ids != in_file_order
     assert ids[:3] != in_file_order[:3] and len({i.split("/")[0] for i in ids[:6]}) > 2
+
+
+# ------------------------------------------------------------------ found by mutation testing (issue 11)
+
+
+def test_template_overrides_reach_every_message(tmp_path, leetcode):
+    folder = tmp_path / "templates"
+    folder.mkdir()
+    (folder / "system.txt").write_text("SYSTEM OVERRIDE\n", encoding="utf-8")
+    (folder / "instruction.txt").write_text("TASK: {question}\n", encoding="utf-8")
+    (folder / "repair.txt").write_text("FIX IT\n{feedback}\n", encoding="utf-8")
+    (folder / "all_public_passed.txt").write_text("ALL PUBLIC OK\n", encoding="utf-8")
+    t = texts(leetcode, 3, start=80)
+    # turn 0 fails public test 0, turn 1 passes every public test, turn 2 is fully correct;
+    # paper stop (a) before t = 3 (feedbacks after turns 1 and 2 are both all-passed)
+    obj = record("tpl", [[turn(t[0], 0), turn(t[1], 10), turn(t[2], 20)]], question="Read n and print n + 1.")
+    rows, _ = run_one(obj, BuildConfig(template_dir=str(folder)))
+    by_turn = {r.turn: r.messages for r in rows}
+    assert sorted(by_turn) == [0, 1, 2]
+    first = [{"role": "system", "content": "SYSTEM OVERRIDE"}, {"role": "user", "content": "TASK: Read n and print n + 1."}]
+    assert by_turn[0] == first
+    assert by_turn[2] == first + [
+        {"role": "assistant", "content": t[0]},
+        {"role": "user", "content": "FIX IT\nfeedback of public test 0"},
+        {"role": "assistant", "content": t[1]},
+        {"role": "user", "content": "FIX IT\nALL PUBLIC OK"},
+    ]
+    assert by_turn[1] == by_turn[2][:4]
+
+
+def test_history_cut_to_one_character(leetcode):
+    answer = leetcode[9]["response"].strip()
+    obj = record("one", [[turn(f"<think>\nfirst\n</think>\n{answer}", 0), turn(answer, 20)]])
+    (row,) = [r for r in run_one(obj, BuildConfig(enable_thinking=True, history_max_chars=1))[0] if r.turn == 1]
+    assert row.messages[2]["content"] == answer[0]
+
+
+def test_token_limit_of_zero_means_no_limit_and_of_one_cuts_everything(leetcode, counter):
+    t = texts(leetcode, 2, start=90)
+    obj = record("lim", [[turn(t[0], 0), turn(t[1], 20)]])
+    rows, summary = run_one(obj, BuildConfig(max_prompt_tokens=0), counter)
+    assert sorted(r.turn for r in rows) == [0, 1, 2] and summary.prompts_cut_by_length == 0
+    rows, summary = run_one(obj, BuildConfig(max_prompt_tokens=1), counter)
+    assert [r.turn for r in rows] == [0] and summary.prompts_cut_by_length == 1
+
+
+def test_length_cuts_and_too_easy_problems_are_counted_not_flagged(leetcode, counter):
+    t = texts(leetcode, 2, start=90)
+    # two kept trajectories, both cut at their first prompt by a one-token limit
+    obj = record("two-cut", [[turn(t[0], 0), turn(t[1], 20)], [turn(t[1], 4), turn(t[0], 20)]])
+    rows, summary = run_one(obj, BuildConfig(max_prompt_tokens=1), counter)
+    assert [r.turn for r in rows] == [0] and summary.trajectories_kept == 2 and summary.prompts_cut_by_length == 2
+    summary = BuildSummary()
+    easy = parse(record("easy", [[turn(t[0], 20)]], pad=False))
+    for _ in range(3):
+        assert process_record(easy, BuildConfig(), None, summary) == []
+    assert summary.problems_too_easy == 3
+
+
+def test_rows_carry_the_problem_difficulty(leetcode):
+    t = texts(leetcode, 2)
+    rows, _ = run_one(record("dif", [[turn(t[0], 0), turn(t[1], 20)]]))
+    assert len(rows) == 3 and {r.difficulty for r in rows} == {"MEDIUM"}
+    assert {r.to_dict()["difficulty"] for r in rows} == {"MEDIUM"}
+
+
+def test_build_prompts_passes_the_token_counter_on(tmp_path, leetcode, counter):
+    t = texts(leetcode, 2, start=90)
+    path = write_jsonl(tmp_path / "in.jsonl", [record("p", [[turn(t[0], 0), turn(t[1], 20)]])])
+    rows, summary = build_prompts(path, BuildConfig(max_prompt_tokens=1), counter)
+    assert [r.id for r in rows] == ["p/t0"] and summary.prompts_cut_by_length == 1
+
+
+def test_progress_bar_only_when_asked(tmp_path, leetcode, capsys):
+    t = texts(leetcode, 2)
+    path = write_jsonl(tmp_path / "in.jsonl", [record(f"p{i}", [[turn(t[0], 0), turn(t[1], 20)]]) for i in range(3)])
+    build_prompts(path, BuildConfig(), None)
+    assert capsys.readouterr().err == ""
+    build_prompts(path, BuildConfig(), None, progress=True)
+    err = capsys.readouterr().err
+    # tqdm's last state (records come from a generator, so no total): "problems: 3problem [00:00, 1924.88problem/s]"
+    assert "\rproblems: 3problem [" in err and "problem/s]\n" in err
+
+
+def test_iter_records_extracts_code_under_the_profile(tmp_path, leetcode):
+    # a fence line "```python " with a trailing space: no code block for paper, one for cobalt
+    response = "Here it is:\n```python \nprint(int(input()) + 1)\n```\n"
+    obj = record("fence", [[turn(response, 0), turn(leetcode[0]["response"], 20)]])
+    path = write_jsonl(tmp_path / "in.jsonl", [obj])
+    codes = {}
+    for profile in ("paper", "cobalt"):
+        summary = BuildSummary()
+        (rec,) = list(iter_records(path, summary, profile))
+        codes[profile] = rec.samples[0].turns[0].code
+        assert (summary.records_read, summary.records_valid) == (1, 1)
+    assert codes == {"paper": None, "cobalt": "print(int(input()) + 1)"}
+
+
+def test_token_counter_counts_the_chat_template_by_hand():
+    # "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n": 9 tokens; with enable_thinking
+    # false the Qwen3 template adds "<think>\n\n</think>\n\n": 4 more
+    chat = [{"role": "user", "content": "hi"}]
+    plain = TokenCounter.from_pretrained(str(TOKENIZER))
+    assert plain(chat) == 9
+    assert plain([chat]) == 9  # a batch of one conversation counts as that conversation
+    assert TokenCounter.from_pretrained(str(TOKENIZER), {"enable_thinking": False})(chat) == 13
+
+
+def test_config_checks_and_their_messages():
+    from cobalt.profile import Profile
+
+    assert BuildConfig(history_turns=1).history_turns == 1
+    assert BuildConfig(max_trajectories=1, variance_pool=1).max_trajectories == 1
+    for kwargs, message in [
+        ({"history_turns": 0}, "history_turns must be >= 1, got 0"),
+        ({"max_trajectories": 0}, "need 1 <= max_trajectories <= variance_pool, got m=0, n=16"),
+        ({"max_trajectories": 5, "variance_pool": 4}, "need 1 <= max_trajectories <= variance_pool, got m=5, n=4"),
+        ({"too_easy_by": "hidden"}, "too_easy_by must be 'public' or 'full', got 'hidden'"),
+        ({"stop_when": "never"}, "stop_when must be one of paper, public, correct, got 'never'"),
+    ]:
+        with pytest.raises(ValueError) as info:
+            BuildConfig(**kwargs)
+        assert str(info.value) == message
+    # the profile is stored as its plain name, whatever spelling or type it was given in
+    for given in (Profile.COBALT, " Cobalt "):
+        config = BuildConfig(profile=given)
+        assert type(config.profile) is str and config.profile == "cobalt" and config.stop_when == "correct"
+
+
+def test_summary_report_by_hand():
+    summary = BuildSummary(records_read=9, records_valid=3, bad_records=6, problems_too_easy=1,
+                           problems_considered=2, problems_kept=2, trajectories_kept=5, prompts=12,
+                           first_turn_prompts=2, partial_prompts=10, early_stops=1, prompts_cut_by_length=2,
+                           errors=[f"in.jsonl:{i}: bad" for i in range(1, 7)])
+    assert summary.format() == "\n".join([
+        "records read:              9 (3 valid)",
+        "bad records (skipped):     6",
+        "problems too easy:         1",
+        "problems considered:       2",
+        "problems kept:             2",
+        "trajectories kept:         5",
+        "prompts:                   12 (2 first-turn, 10 partial)",
+        "early stops:               1",
+        "prompts cut by length:     2",
+        "  error: in.jsonl:1: bad",
+        "  error: in.jsonl:2: bad",
+        "  error: in.jsonl:3: bad",
+        "  error: in.jsonl:4: bad",
+        "  error: in.jsonl:5: bad",
+    ])
+
+
+def test_write_rows_jsonl_keeps_unicode_and_makes_folders(tmp_path):
+    out = tmp_path / "a" / "b" / "rows.jsonl"
+    write_rows([{"id": "p/t0", "text": "café → ok"}, {"id": "p/s0/t1", "n": None}], out)
+    assert out.read_bytes() == ('{"id": "p/t0", "text": "café → ok"}\n{"id": "p/s0/t1", "n": null}\n').encode("utf-8")
+    assert sorted(p.name for p in out.parent.iterdir()) == ["rows.jsonl"]
+
+
+def test_write_rows_parquet_by_suffix(tmp_path):
+    import pyarrow.parquet as pq
+
+    rows = [{"id": "p/t0", "turn": 0, "text": "café"}, {"id": "p/s1/t2", "turn": 2, "text": "x"}]
+    out = tmp_path / "new" / "rows.parquet"
+    write_rows(rows, out)
+    assert out.read_bytes()[:4] == b"PAR1"
+    assert pq.read_table(out).to_pylist() == rows
+    # any other suffix is JSONL, ".parquet" inside the name included
+    other = tmp_path / "rows.parquet.jsonl"
+    write_rows(rows[:1], other)
+    assert other.read_text(encoding="utf-8") == '{"id": "p/t0", "turn": 0, "text": "café"}\n'
+
+
+def test_failed_write_leaves_the_old_output_whole(tmp_path):
+    out = tmp_path / "rows.jsonl"
+    out.write_text('{"id": "old"}\n', encoding="utf-8")
+    with pytest.raises(TypeError):
+        write_rows([{"id": "new"}, {"id": "bad", "value": {1, 2}}], out)  # a set is not JSON
+    assert out.read_text(encoding="utf-8") == '{"id": "old"}\n'
+    # what was written so far sits in <output>.tmp, which the next successful write replaces
+    assert (tmp_path / "rows.jsonl.tmp").read_text(encoding="utf-8") == '{"id": "new"}\n'
+    write_rows([{"id": "new"}], out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.jsonl"]
+
+
+def test_write_rows_writes_utf8_under_an_ascii_locale(tmp_path):
+    # a child Python whose locale encoding is ASCII (C locale, no coercion, no UTF-8 mode):
+    # the rows must still be UTF-8, not the locale's encoding (which cannot even write "é")
+    import os
+    import subprocess
+    import sys
+
+    import cobalt
+
+    out = tmp_path / "rows.jsonl"
+    code = ("import locale, sys\n"
+            "from cobalt.data.trajectories import write_rows\n"
+            "print(locale.getpreferredencoding(False))\n"
+            "write_rows([{'text': 'caf\\u00e9 \\u2192 ok'}], sys.argv[1])\n")  # escaped: the command line is ASCII
+    env = os.environ | {"LC_ALL": "C", "LANG": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0",
+                        "PYTHONPATH": str(Path(cobalt.__file__).resolve().parents[1])}  # the cobalt under test
+    proc = subprocess.run([sys.executable, "-c", code, str(out)], env=env, capture_output=True, text=True,
+                          encoding="utf-8", cwd=os.getcwd())
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() in ("ANSI_X3.4-1968", "ascii", "US-ASCII")  # the premise: an ASCII locale
+    assert out.read_bytes() == '{"text": "café → ok"}\n'.encode("utf-8")
+    # the same rows written here give the same bytes (and tie this test to write_rows for mutmut,
+    # which maps tests to the functions they call in their own process)
+    write_rows([{"text": "café → ok"}], tmp_path / "here.jsonl")
+    assert (tmp_path / "here.jsonl").read_bytes() == out.read_bytes()

@@ -31,6 +31,7 @@ correct), regress-then-fix 3 + 3, slow-climb 3 + 3 -> 31 partial + 6 = 37, 1 sto
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -44,6 +45,20 @@ from cobalt.cli import main
 REPO = Path(__file__).resolve().parents[3]
 FIXTURE = REPO / "tests" / "fixtures" / "trajectories" / "inference_records.jsonl"
 TOKENIZER = REPO.parent / "shared" / "data" / "qwen3_tokenizer"
+
+
+@pytest.fixture(autouse=True)
+def _tqdm_lock_of_this_process(monkeypatch):
+    """tqdm's default lock is a multiprocessing semaphore, shared by forked processes: under
+    mutation testing (scripts/mutation.sh forks one process per mutant) a process that died
+    holding it hung every later one. The bars of a test get a lock of their own process, and
+    no monitor thread (it only tunes the refresh rate of slow bars)."""
+    import threading
+
+    from tqdm import tqdm
+
+    monkeypatch.setattr(tqdm, "_lock", threading.RLock(), raising=False)
+    monkeypatch.setattr(tqdm, "monitor_interval", 0)
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -159,3 +174,189 @@ def test_help_explains_every_flag(capsys):
                  "--enable-thinking", "--profile"):
         assert flag in text
     assert "(default: 10000)" in text and "(default: 6000)" in text and "(default: 16)" in text
+
+
+# ------------------------------------------------------------------ flags (found by mutation testing, issue 11)
+
+
+def build_prompts_parser():
+    import argparse
+
+    from cobalt.data.trajectories import add_arguments
+
+    parser = argparse.ArgumentParser(prog="cobalt build-prompts")
+    add_arguments(parser)
+    return parser
+
+
+DEFAULTS = {  # the paper's numbers (METHOD §4), written out by hand
+    "input": "in.jsonl", "output": "out.jsonl", "model_name": "Qwen/Qwen3-8B", "chat_template_kwargs": "{}",
+    "is_test": False, "history_turns": 3, "max_trajectories": 4, "variance_pool": 16, "max_prompt_tokens": 10000,
+    "history_max_chars": 6000, "enable_thinking": False, "too_easy_by": "full", "stop_when": None, "seed": 42,
+    "template_dir": None, "no_progress": False, "profile": None,
+}
+
+
+def test_flag_defaults_are_the_papers():
+    args = build_prompts_parser().parse_args(["-i", "in.jsonl", "-o", "out.jsonl"])
+    assert vars(args) == DEFAULTS
+
+
+@pytest.mark.parametrize("spellings, dest, value, expected", [
+    (["--input", "--input-file", "--input_file", "-i"], "input", "a.jsonl", "a.jsonl"),
+    (["--output", "--output-file", "--output_file", "-o"], "output", "b.parquet", "b.parquet"),
+    (["--model-name", "--model_name", "--tokenizer"], "model_name", "tok/dir", "tok/dir"),
+    (["--chat-template-kwargs"], "chat_template_kwargs", '{"enable_thinking": false}', '{"enable_thinking": false}'),
+    (["--history-turns"], "history_turns", "5", 5),
+    (["--max-trajectories", "-m"], "max_trajectories", "2", 2),
+    (["--variance-pool", "-n"], "variance_pool", "8", 8),
+    (["--max-prompt-tokens"], "max_prompt_tokens", "0", 0),
+    (["--history-max-chars"], "history_max_chars", "-1", -1),
+    (["--too-easy-by"], "too_easy_by", "public", "public"),
+    (["--too-easy-by"], "too_easy_by", "full", "full"),
+    (["--stop-when"], "stop_when", "paper", "paper"),
+    (["--stop-when"], "stop_when", "public", "public"),
+    (["--stop-when"], "stop_when", "correct", "correct"),
+    (["--seed"], "seed", "7", 7),
+    (["--template-dir"], "template_dir", "my/templates", "my/templates"),
+    (["--profile"], "profile", "cobalt", "cobalt"),
+])
+def test_every_spelling_of_a_valued_flag(spellings, dest, value, expected):
+    for spelling in spellings:
+        args = build_prompts_parser().parse_args(["--input", "in.jsonl", "--output", "out.jsonl", spelling, value])
+        assert vars(args) == DEFAULTS | {dest: expected}, spelling
+
+
+@pytest.mark.parametrize("spellings, dest", [
+    (["--is-test", "--is_test"], "is_test"),
+    (["--enable-thinking", "--enable_thinking"], "enable_thinking"),
+    (["--no-progress"], "no_progress"),
+])
+def test_every_spelling_of_a_switch(spellings, dest):
+    for spelling in spellings:
+        # the switch before another flag: a switch that wanted a value would swallow "-i"
+        args = build_prompts_parser().parse_args([spelling, "-i", "in.jsonl", "-o", "out.jsonl"])
+        assert vars(args) == DEFAULTS | {dest: True}, spelling
+
+
+@pytest.mark.parametrize("argv", [
+    ["-o", "out.jsonl"],                                         # --input is required
+    ["-i", "in.jsonl"],                                          # --output is required
+    ["-i", "in.jsonl", "-o", "out.jsonl", "--too-easy-by", "hidden"],
+    ["-i", "in.jsonl", "-o", "out.jsonl", "--stop-when", "never"],
+    ["-i", "in.jsonl", "-o", "out.jsonl", "--profile", "fast"],
+    ["-i", "in.jsonl", "-o", "out.jsonl", "--seed", "x"],
+    ["-i", "in.jsonl", "-o", "out.jsonl", "--history-turns", "2.5"],
+])
+def test_bad_command_lines_are_refused(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        build_prompts_parser().parse_args(argv)
+    assert info.value.code == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_config_from_every_flag(monkeypatch):
+    from cobalt.data.trajectories import config_from_args
+
+    monkeypatch.delenv("COBALT_PROFILE", raising=False)
+    args = build_prompts_parser().parse_args([
+        "-i", "in.jsonl", "-o", "out.jsonl", "--is-test", "--history-turns", "5", "-m", "2", "-n", "8",
+        "--max-prompt-tokens", "123", "--history-max-chars", "77", "--enable-thinking", "--too-easy-by", "public",
+        "--stop-when", "public", "--seed", "9", "--template-dir", "tpl", "--profile", "cobalt",
+    ])
+    assert dataclasses.asdict(config_from_args(args)) == {
+        "is_test": True, "history_turns": 5, "max_trajectories": 2, "variance_pool": 8, "max_prompt_tokens": 123,
+        "history_max_chars": 77, "enable_thinking": True, "too_easy_by": "public", "stop_when": "public", "seed": 9,
+        "template_dir": "tpl", "profile": "cobalt",
+    }
+    defaults = config_from_args(build_prompts_parser().parse_args(["-i", "in.jsonl", "-o", "out.jsonl"]))
+    assert dataclasses.asdict(defaults) == {
+        "is_test": False, "history_turns": 3, "max_trajectories": 4, "variance_pool": 16, "max_prompt_tokens": 10000,
+        "history_max_chars": 6000, "enable_thinking": False, "too_easy_by": "full", "stop_when": "paper", "seed": 42,
+        "template_dir": None, "profile": "paper",
+    }
+    monkeypatch.setenv("COBALT_PROFILE", "cobalt")  # no --profile: the environment's
+    from_env = config_from_args(build_prompts_parser().parse_args(["-i", "in.jsonl", "-o", "out.jsonl"]))
+    assert (from_env.profile, from_env.stop_when) == ("cobalt", "correct")
+
+
+# ------------------------------------------------------------------ `run` (found by mutation testing, issue 11)
+
+
+def test_run_prints_the_summary_and_records_its_inputs(tmp_path, capsys):
+    out = tmp_path / "train.jsonl"
+    assert main(["build-prompts", "-i", str(FIXTURE), "-o", str(out), "--model-name", str(TOKENIZER), "--no-progress",
+                 "--chat-template-kwargs", '{"enable_thinking": false}']) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "\n".join([  # the numbers of the module docstring, worked out by hand
+        "records read:              7 (7 valid)",
+        "bad records (skipped):     0",
+        "problems too easy:         1",
+        "problems considered:       6",
+        "problems kept:             5",
+        "trajectories kept:         11",
+        "prompts:                   30 (6 first-turn, 24 partial)",
+        "early stops:               5",
+        "prompts cut by length:     0",
+        f"wrote 30 prompts to {out} (summary: {out}.summary.json)",
+    ]) + "\n"
+    assert "problems:" not in captured.err  # --no-progress
+    report = json.loads((tmp_path / "train.jsonl.summary.json").read_text())
+    assert sorted(report) == ["chat_template_kwargs", "config", "input", "model_name", "output", "profile", "summary"]
+    assert (report["input"], report["output"], report["model_name"]) == (str(FIXTURE), str(out), str(TOKENIZER))
+    assert report["chat_template_kwargs"] == {"enable_thinking": False}
+    assert report["summary"]["prompts"] == 30 and report["config"]["max_prompt_tokens"] == 10000
+
+
+def test_run_shows_progress_and_records_empty_template_arguments(tmp_path, capsys):
+    out = tmp_path / "train.jsonl"
+    assert main(["build-prompts", "-i", str(FIXTURE), "-o", str(out), "--max-prompt-tokens", "0"]) == 0
+    assert "\rproblems: 7problem [" in capsys.readouterr().err
+    report = json.loads((tmp_path / "train.jsonl.summary.json").read_text())
+    assert report["chat_template_kwargs"] == {} and report["model_name"] == "Qwen/Qwen3-8B"
+
+
+def test_run_without_a_limit_loads_no_tokenizer(tmp_path):
+    out = tmp_path / "train.jsonl"
+    missing = tmp_path / "no-such-tokenizer"
+    assert main(["build-prompts", "-i", str(FIXTURE), "-o", str(out), "--model-name", str(missing),
+                 "--max-prompt-tokens", "0", "--no-progress"]) == 0
+    assert len(read_jsonl(out)) == 30
+
+
+def test_run_cuts_by_length_with_the_template_arguments(tmp_path):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER))
+    base = ["build-prompts", "-i", str(FIXTURE), "--model-name", str(TOKENIZER), "--no-progress"]
+    # a one-token limit cuts every kept trajectory at its first prompt; regress-then-fix s0 stops
+    # before it by rule (b): 11 kept, 10 cut, 1 early stop, only the 6 first-turn prompts left
+    assert main(base + ["-o", str(tmp_path / "one.jsonl"), "--max-prompt-tokens", "1"]) == 0
+    summary = json.loads((tmp_path / "one.jsonl.summary.json").read_text())["summary"]
+    assert (summary["prompts"], summary["prompts_cut_by_length"], summary["early_stops"]) == (6, 10, 1)
+    # the limit at the longest partial prompt under the plain template: nothing is cut; the same
+    # limit with enable_thinking false (4 more tokens per prompt in Qwen3's template) cuts
+    rows = read_jsonl(tmp_path / "one.jsonl")
+    assert main(base + ["-o", str(tmp_path / "all.jsonl"), "--max-prompt-tokens", "0"]) == 0
+    partial = [r["messages"] for r in read_jsonl(tmp_path / "all.jsonl") if r["turn"] > 0]
+    longest = max(len(tokenizer.apply_chat_template(m, tokenize=True, add_generation_prompt=True)["input_ids"])
+                  for m in partial)
+    assert main(base + ["-o", str(tmp_path / "plain.jsonl"), "--max-prompt-tokens", str(longest)]) == 0
+    assert json.loads((tmp_path / "plain.jsonl.summary.json").read_text())["summary"]["prompts_cut_by_length"] == 0
+    assert main(base + ["-o", str(tmp_path / "nothink.jsonl"), "--max-prompt-tokens", str(longest),
+                        "--chat-template-kwargs", '{"enable_thinking": false}']) == 0
+    assert json.loads((tmp_path / "nothink.jsonl.summary.json").read_text())["summary"]["prompts_cut_by_length"] >= 1
+    assert len(rows) == 6
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--chat-template-kwargs", "{bad"], "error: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)\n"),
+    (["-m", "5", "-n", "2"], "error: need 1 <= max_trajectories <= variance_pool, got m=5, n=2\n"),
+])
+def test_run_refuses_bad_settings_with_exit_code_2(tmp_path, capsys, flags, message):
+    out = tmp_path / "o.jsonl"
+    assert main(["build-prompts", "-i", str(FIXTURE), "-o", str(out), "--max-prompt-tokens", "0", "--no-progress"]
+                + flags) == 2
+    captured = capsys.readouterr()
+    assert captured.err == message and captured.out == ""
+    assert not out.exists()
