@@ -31,6 +31,7 @@ class Profile(str, enum.Enum):
 
 
 DEFAULT_PROFILE = Profile.PAPER
+_NAMES = frozenset(p.value for p in Profile)
 
 
 def resolve_profile(value: "str | Profile | None" = None) -> Profile:
@@ -54,6 +55,25 @@ def resolve_profile(value: "str | Profile | None" = None) -> Profile:
             f"{source}: unknown profile {chosen!r}; choose 'paper' (the original code's behaviour) "
             "or 'cobalt' (the corrected one)"
         ) from None
+
+
+def profile_name(value: object) -> str:
+    """The plain name of ``value``, which must be a profile exactly (no environment fallback).
+
+    For the pure functions that take an explicit ``profile`` argument.
+
+    >>> profile_name(Profile.COBALT), profile_name("paper")
+    ('cobalt', 'paper')
+    >>> profile_name("PAPER")
+    Traceback (most recent call last):
+    ...
+    ValueError: profile must be 'paper' or 'cobalt', got 'PAPER'
+    """
+    name = str(value)  # a Profile prints as its value
+    if name not in _NAMES:
+        raise ValueError(f"profile must be 'paper' or 'cobalt', got {value!r}")
+    return name
+
 
 
 def add_profile_argument(parser: argparse.ArgumentParser) -> None:

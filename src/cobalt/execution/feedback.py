@@ -39,6 +39,8 @@ line numbers, which no reproduction can match (the path is random).
 """
 from __future__ import annotations
 
+from cobalt.profile import profile_name
+
 TRUNCATE_AT = 400
 """Longest text shown whole (METHOD §2); longer ones keep their head and tail."""
 TRUNCATE_MARKER = "\n...(truncated)...\n"
@@ -49,16 +51,6 @@ PAPER_TRACEBACK_ANCHOR = 'File "<string>"'
 """What the original's traceback cleaning looks for (it cuts the text to start there)."""
 PAPER_PROGRAM_BUDGET_S = 30
 """The budget the original's whole-program timeout message names (its real cap is 27 s)."""
-
-_PROFILES = ("paper", "cobalt")
-
-
-def _check_profile(profile: object) -> str:
-    value = str(profile)  # a Profile prints as its value
-    if value not in _PROFILES:
-        raise ValueError(f"profile must be 'paper' or 'cobalt', got {profile!r}")
-    return value
-
 
 def truncate_middle(text: str, limit: int = TRUNCATE_AT, *, profile: str) -> str:
     """``text`` if it fits in ``limit`` characters, else its head and tail around a marker.
@@ -74,7 +66,7 @@ def truncate_middle(text: str, limit: int = TRUNCATE_AT, *, profile: str) -> str
     >>> truncate_middle("short", 4 + 1, profile="paper")
     'short'
     """
-    marker = PAPER_TRUNCATE_MARKER if _check_profile(profile) == "paper" else TRUNCATE_MARKER
+    marker = PAPER_TRUNCATE_MARKER if profile_name(profile) == "paper" else TRUNCATE_MARKER
     if len(text) <= limit:
         return text
     head = limit // 2
@@ -139,7 +131,7 @@ def test_feedback(
     5
     TimeoutError: Program timed out after 4 seconds.
     """
-    if _check_profile(profile) == "paper":
+    if profile_name(profile) == "paper":
         return _paper_feedback(test_input, output, expected, error, stderr, timed_out_after, note)
     return _cobalt_feedback(test_input, output, expected, error, timed_out_after, note)
 
@@ -210,7 +202,7 @@ def program_timeout_feedback(budget_s: float, *, profile: str = "paper") -> str:
     >>> program_timeout_feedback(27, profile="cobalt")
     'TimeoutError: the program did not finish all its test cases within its 27-second budget.'
     """
-    if _check_profile(profile) == "paper":
+    if profile_name(profile) == "paper":
         return (
             "TimeoutError: Program timed out because it did not finish running all test cases "
             f"within {PAPER_PROGRAM_BUDGET_S} seconds."

@@ -30,6 +30,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from cobalt.profile import profile_name
 from cobalt.reward.repetition import has_repetition
 from cobalt.reward.tokens import TokenCounter, get_token_counter
 from cobalt.text import THINK_END, split_think
@@ -207,15 +208,6 @@ def keyword_bonus(think: str) -> float:
     return min(eligible * KEYWORD_BONUS, KEYWORD_BONUS_CAP)
 
 
-PROFILES = ("paper", "cobalt")
-
-
-def _profile_name(profile: object) -> str:
-    value = str(profile)  # a Profile prints as its value
-    if value not in PROFILES:
-        raise ValueError(f"profile must be 'paper' or 'cobalt', got {profile!r}")
-    return value
-
 
 def think_text(response: str, profile: str = "paper") -> str:
     """The think part whose tokens make ``T``: the text before the first ``</think>``, stripped;
@@ -225,7 +217,7 @@ def think_text(response: str, profile: str = "paper") -> str:
     >>> think_text("<think> plan </think>code"), think_text("<think> plan </think>code", "cobalt")
     ('<think> plan', 'plan')
     """
-    if _profile_name(profile) == "cobalt":
+    if profile_name(profile) == "cobalt":
         think, _ = split_think(response)
         return "" if think is None else think.strip()
     before, found, _ = response.partition(THINK_END)
@@ -291,7 +283,7 @@ def shaped_reward_breakdown(
     """
     if not isinstance(response, str):
         raise TypeError(f"response must be str, got {type(response).__name__}")
-    _profile_name(profile)
+    profile_name(profile)
     b = _check_rate("prev_best_pass_rate", prev_best_pass_rate)
     if pass_rate is None:
         score = NO_CODE_VAL_REWARD if is_val else NO_CODE_TRAIN_REWARD
