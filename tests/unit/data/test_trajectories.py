@@ -28,6 +28,8 @@ from cobalt.data.trajectories import (
 )
 from cobalt.io import RecordError
 
+pytestmark = pytest.mark.usefixtures("tqdm_lock_of_this_process")  # see conftest.py: mutation testing forks
+
 REPO = Path(__file__).resolve().parents[3]
 SHARED = REPO.parent / "shared" / "data"
 LEETCODE = SHARED / "leetcode" / "leetcode_problems.jsonl.gz"
@@ -61,20 +63,6 @@ def tokenizer(counter):
 def _packaged_templates(monkeypatch):
     monkeypatch.delenv(prompts.ENV_TEMPLATE_DIR, raising=False)
     prompts.clear_cache()
-
-
-@pytest.fixture(autouse=True)
-def _tqdm_lock_of_this_process(monkeypatch):
-    """tqdm's default lock is a multiprocessing semaphore, shared by forked processes: under
-    mutation testing (scripts/mutation.sh forks one process per mutant) a process that died
-    holding it hung every later one. The bars of a test get a lock of their own process, and
-    no monitor thread (it only tunes the refresh rate of slow bars)."""
-    import threading
-
-    from tqdm import tqdm
-
-    monkeypatch.setattr(tqdm, "_lock", threading.RLock(), raising=False)
-    monkeypatch.setattr(tqdm, "monitor_interval", 0)
 
 
 def make_tests(n: int, tag: str) -> dict:

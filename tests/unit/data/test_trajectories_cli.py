@@ -42,23 +42,11 @@ import pytest
 
 from cobalt.cli import main
 
+pytestmark = pytest.mark.usefixtures("tqdm_lock_of_this_process")  # see conftest.py: mutation testing forks
+
 REPO = Path(__file__).resolve().parents[3]
 FIXTURE = REPO / "tests" / "fixtures" / "trajectories" / "inference_records.jsonl"
 TOKENIZER = REPO.parent / "shared" / "data" / "qwen3_tokenizer"
-
-
-@pytest.fixture(autouse=True)
-def _tqdm_lock_of_this_process(monkeypatch):
-    """tqdm's default lock is a multiprocessing semaphore, shared by forked processes: under
-    mutation testing (scripts/mutation.sh forks one process per mutant) a process that died
-    holding it hung every later one. The bars of a test get a lock of their own process, and
-    no monitor thread (it only tunes the refresh rate of slow bars)."""
-    import threading
-
-    from tqdm import tqdm
-
-    monkeypatch.setattr(tqdm, "_lock", threading.RLock(), raising=False)
-    monkeypatch.setattr(tqdm, "monitor_interval", 0)
 
 
 def read_jsonl(path: Path) -> list[dict]:
