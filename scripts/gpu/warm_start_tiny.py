@@ -116,11 +116,18 @@ def problems_record(problem, n_public: int = 4) -> dict:
     }
 
 
-def messages(problem) -> list[dict]:
-    """The single-turn training prompt (system + instruction templates)."""
-    from cobalt.prompts import problem_prompt, system_prompt
+def problem_record(problem):
+    """``problem`` as the rollouts read it (a ``ProblemRecord`` of :func:`problems_record`)."""
+    from cobalt.data.problems import problem_from_dict
 
-    return [{"role": "system", "content": system_prompt()}, {"role": "user", "content": problem_prompt(problem.question)}]
+    return problem_from_dict(problems_record(problem), path="<warm start>", line=None)
+
+
+def messages(problem) -> list[dict]:
+    """The single-turn training prompt: the rollouts' first turn (system + instruction templates)."""
+    from cobalt.rollout.loop import first_turn_messages
+
+    return first_turn_messages(problem_record(problem))
 
 
 def target(code: str) -> str:
@@ -177,7 +184,6 @@ def repair_examples(tokenizer, examples) -> list:
     the real sandbox (embedded evaluator), worded by ``cobalt.rollout.turns.next_user_message``,
     after the earlier answer as ``cobalt.text.history_text`` keeps it.
     """
-    from cobalt.data.problems import problem_from_dict
     from cobalt.execution.client import EvaluatorClient
     from cobalt.rollout.loop import first_turn_messages
     from cobalt.rollout.turns import next_user_message
@@ -191,7 +197,7 @@ def repair_examples(tokenizer, examples) -> list:
 
     extra = []
     for problem, prompt_ids, response_ids in examples:
-        record = problem_from_dict(problems_record(problem), path="<warm start>", line=None)
+        record = problem_record(problem)
         first = first_turn_messages(record)
         broken = broken_variant(problem.reference)
         broken_ids = response_token_ids(tokenizer, broken)

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from cobalt.data.problems import problem_from_dict
 from cobalt.execution.client import EvaluatorClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +34,7 @@ def examples(warm, tokenizer):
     return warm.build_examples(tokenizer, warm.shipped_problems(), 1536)[:6]
 
 def _public_pass_rate(warm, problem, program: str) -> float:
-    record = problem_from_dict(warm.problems_record(problem), path="<test>", line=None)
+    record = warm.problem_record(problem)
     result = asyncio.run(EvaluatorClient.embedded().evaluate(program, record.public))
     return sum(result.passing) / len(result.passing)
 
