@@ -14,13 +14,14 @@
 #   DATA_DIR         folder with <run>/train.parquet, <run>/val.parquet [<repo>/data/verl]
 #   TRAIN_FILE       training parquet [from DATA_DIR]
 #   VAL_FILE         validation parquet [from DATA_DIR]
-#   N_GPUS_PER_NODE  GPUs per node [4]
+#   N_GPUS_PER_NODE  GPUs per node [this machine's: the entries of CUDA_VISIBLE_DEVICES, else
+#                    the GPUs nvidia-smi lists; 4, the paper's, for --dry-run on a machine with none]
 #   NNODES           nodes [1]
 #   LOGGER           comma-separated verl loggers, e.g. console,wandb [console]
 #   OUTPUT_DIR       checkpoints, validation dumps, train_config.json [<repo>/outputs/<run>-<model name>]
 #   PROJECT_NAME     tracking project [cobalt]
 #   EXPERIMENT_NAME  tracking experiment [<run>-<model name>]
-#   ROLLOUT_TP       vLLM tensor parallel size [2]
+#   ROLLOUT_TP       vLLM tensor parallel size [2, the paper's; 1 on a one-GPU node]
 #   RAY_ADDRESS      join this Ray cluster instead of starting a local head
 #   EVALUATOR_REPLICAS  evaluator replicas of 1 CPU each; the paper ran 80 [half this node's CPUs, at most 80]
 #   EVALUATOR_ARGS   more flags for `cobalt serve` (--memory-gb-per-replica ...) []
@@ -51,13 +52,38 @@ done
 
 MODEL="${MODEL:-Qwen/Qwen3-8B}"
 DATA_DIR="${DATA_DIR:-$REPO_ROOT/data/verl}"
-N_GPUS_PER_NODE="${N_GPUS_PER_NODE:-4}"
+# The GPUs this process may use: CUDA_VISIBLE_DEVICES when set (an empty value hides all),
+# else what the driver lists. Prints 0 when there is no driver.
+visible_gpu_count() {
+    if [[ -n "${CUDA_VISIBLE_DEVICES+set}" ]]; then
+        local ids="${CUDA_VISIBLE_DEVICES// /}"
+        if [[ -z "$ids" || "$ids" == "-1" ]]; then echo 0; else echo "$ids" | tr ',' '\n' | grep -c .; fi
+        return
+    fi
+    if command -v nvidia-smi >/dev/null 2>&1; then
+        nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true
+        return
+    fi
+    echo 0
+}
+
+if [[ -z "${N_GPUS_PER_NODE:-}" ]]; then
+    N_GPUS_PER_NODE="$(visible_gpu_count)"
+    if [[ "$N_GPUS_PER_NODE" -lt 1 ]]; then
+        if [[ "$DRY_RUN" == 1 ]]; then
+            N_GPUS_PER_NODE=4   # the paper's node; a dry run only composes the config
+        else
+            echo "$(basename -- "$0"): no GPU found (nvidia-smi lists none, or CUDA_VISIBLE_DEVICES hides them all); set N_GPUS_PER_NODE or run on a GPU node" >&2
+            exit 1
+        fi
+    fi
+fi
 NNODES="${NNODES:-1}"
 LOGGER="${LOGGER:-console}"
 PROJECT_NAME="${PROJECT_NAME:-cobalt}"
 EXPERIMENT_NAME="${EXPERIMENT_NAME:-$RUN-$(basename -- "${MODEL%/}")}"
 OUTPUT_DIR="${OUTPUT_DIR:-$REPO_ROOT/outputs/$EXPERIMENT_NAME}"
-ROLLOUT_TP="${ROLLOUT_TP:-2}"
+ROLLOUT_TP="${ROLLOUT_TP:-$(( N_GPUS_PER_NODE >= 2 ? 2 : 1 ))}"
 
 # Flags of `cobalt train-config`; they go after the run name and its extra overrides.
 CONFIG_ARGS=(

@@ -6,8 +6,9 @@
 #   MODEL=/tmp/cobalt-work/tiny-warm TRAIN_FILE=... VAL_FILE=... \
 #       bash scripts/train_cobalt.sh "${TINY_OVERRIDES[@]}" trainer.total_training_steps=2
 #
-# It sets the launcher's variables (N_GPUS_PER_NODE, ROLLOUT_TP, EVALUATOR_REPLICAS) unless
-# already set, and TINY_OVERRIDES, Hydra overrides applied after the run's own (docs/GPU.md):
+# It sets the launcher's variables ROLLOUT_TP and EVALUATOR_REPLICAS unless already set (the
+# launcher counts the machine's GPUs when N_GPUS_PER_NODE is unset), and TINY_OVERRIDES, Hydra
+# overrides applied after the run's own (docs/GPU.md):
 # - 4 prompts x 4 samples a step, one mini-batch, 512 response tokens, prompts up to 4,096;
 # - sdpa attention and no remove-padding: flash-attn is not in the offline package set, and
 #   verl's default attention (flash_attention_2) and remove-padding path both need it;
@@ -17,7 +18,6 @@
 # - validate and save at step 2 only (no validation before training), keep 2 checkpoints.
 # Any override given after these on the command line wins.
 
-export N_GPUS_PER_NODE="${N_GPUS_PER_NODE:-1}"
 export ROLLOUT_TP="${ROLLOUT_TP:-1}"
 export EVALUATOR_REPLICAS="${EVALUATOR_REPLICAS:-4}"
 export VLLM_USE_FLASHINFER_SAMPLER="${VLLM_USE_FLASHINFER_SAMPLER:-0}"

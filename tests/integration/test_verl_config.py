@@ -183,3 +183,45 @@ def test_dry_run_reports_a_bad_override(tmp_path):
     )
     assert result.returncode == 2
     assert "no_such_key" in result.stderr
+
+
+def _dry_run_gpus(tmp_path, **env):
+    """n_gpus_per_node and the rollout's tensor parallel size of a dry run under ``env``."""
+    import yaml
+
+    base = _script_env(**env)
+    for key in ("N_GPUS_PER_NODE", "ROLLOUT_TP", "CUDA_VISIBLE_DEVICES"):
+        if key not in env:
+            base.pop(key, None)
+    result = subprocess.run(["bash", str(REPO / "scripts" / "train_cobalt.sh"), "--dry-run"], cwd=tmp_path,
+                            env=base, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    cfg = yaml.safe_load(result.stdout)
+    return cfg["trainer"]["n_gpus_per_node"], cfg["actor_rollout_ref"]["rollout"]["tensor_model_parallel_size"]
+
+
+def test_gpu_count_comes_from_the_machine_when_unset(tmp_path):
+    """Without N_GPUS_PER_NODE the launcher counts the GPUs this process may use."""
+    assert _dry_run_gpus(tmp_path, CUDA_VISIBLE_DEVICES="0,1") == (2, 2)
+    assert _dry_run_gpus(tmp_path, CUDA_VISIBLE_DEVICES="3") == (1, 1)
+    assert _dry_run_gpus(tmp_path, CUDA_VISIBLE_DEVICES="0,1,2", N_GPUS_PER_NODE="8") == (8, 2)
+    # The driver's own list, when CUDA_VISIBLE_DEVICES is unset (a stand-in nvidia-smi: no GPU here).
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "nvidia-smi"
+    fake.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H200 (UUID: GPU-a)'\necho 'GPU 1: NVIDIA H200 (UUID: GPU-b)'\n"
+                    "echo 'GPU 2: NVIDIA H200 (UUID: GPU-c)'\n")
+    fake.chmod(0o755)
+    assert _dry_run_gpus(tmp_path, PATH=f"{bin_dir}:{os.environ['PATH']}") == (3, 2)
+
+
+def test_no_gpu_is_an_error_before_anything_starts(tmp_path):
+    env = _script_env(CUDA_VISIBLE_DEVICES="")
+    env.pop("N_GPUS_PER_NODE", None)
+    result = subprocess.run(["bash", str(REPO / "scripts" / "train_cobalt.sh")], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "no GPU found" in result.stderr and "N_GPUS_PER_NODE" in result.stderr
+    assert "ray" not in result.stdout.lower()
+    # A dry run on a machine without GPUs composes the paper's 4-GPU node.
+    assert _dry_run_gpus(tmp_path, CUDA_VISIBLE_DEVICES="") == (4, 2)
