@@ -576,10 +576,11 @@ def run(args: argparse.Namespace) -> int:
     from cobalt.execution.client import EvaluatorClient
 
     cfg = config_from_args(args)
+    # In Ray mode the request carries these options, so the service runs the same call mode.
     kwargs: dict = {"options": ExecOptions(call_mode=cfg.exec_call_mode, profile=cfg.profile)}
     if args.concurrency:
         kwargs["max_concurrency"] = args.concurrency
-    client = EvaluatorClient.from_env(**kwargs)
+    client = EvaluatorClient.from_env(profile=cfg.profile, **kwargs)
     output = Path(args.output)
     summary = asyncio.run(clean_file(args.input, output, cfg, client, split=args.split, limit=args.limit,
                                      window=args.window, progress=not args.no_progress))

@@ -16,8 +16,9 @@ feedback says what happened. It never raises for a bad program.
 Both modes run a program with the client's ``options`` (profile, call mode,
 compare mode, ...) and ``limits``: in Ray mode every request carries them, and
 the service clamps them to its operator's (docs/EXECUTION.md, "Wire schema").
-A client without a ``profile`` lets the service's default (``cobalt serve
---profile``) decide; a request the service refuses raises
+The client always names its profile, so the service's default profile
+(``cobalt serve --profile``) applies only to other callers' requests that name
+none. A request the service refuses raises
 :class:`~cobalt.execution.service.RequestRejected` (a configuration error, not
 a program's result).
 
@@ -49,7 +50,7 @@ from cobalt.execution.base import (
     TestCases,
 )
 from cobalt.execution.service import RequestRejected
-from cobalt.profile import ENV_PROFILE, Profile, profile_name, resolve_profile
+from cobalt.profile import Profile, profile_name, resolve_profile
 
 log = logging.getLogger(__name__)
 
@@ -85,18 +86,16 @@ class EvaluatorClient:
     sandbox: str = "bwrap"
     """Embedded mode: 'bwrap' or 'none' (trusted code only; warns loudly)."""
     profile: str | None = None
-    """'paper' or 'cobalt': the profile every program runs with (it replaces ``options.profile``).
-    None: ``options.profile`` when it is not the default, else the default (embedded: paper;
-    ray: the service's ``--profile``)."""
+    """'paper' or 'cobalt': the profile every program runs with, in both modes (it replaces
+    ``options.profile``). None: ``options.profile`` (default paper); after construction this
+    field always holds the profile in use."""
 
     def __post_init__(self) -> None:
         if self.mode not in ("embedded", "ray"):
             raise ValueError(f"mode must be 'embedded' or 'ray', got {self.mode!r}")
-        if self.profile is not None:
-            self.profile = profile_name(self.profile)
-            self.options = replace(self.options, profile=self.profile)
-        elif self.options.profile != ExecOptions().profile:
-            self.profile = self.options.profile
+        if self.profile not in (None, ""):
+            self.options = replace(self.options, profile=profile_name(self.profile))
+        self.profile = self.options.profile
         floor = self.limits.program_wall_s + HOST_GRACE_S
         if not self.timeout_s > floor:
             # Allowed (fault tests use short timeouts), but then the caller, not the cap, decides.
@@ -127,16 +126,14 @@ class EvaluatorClient:
     def from_env(cls, profile: "str | Profile | None" = None, **kwargs: Any) -> "EvaluatorClient":
         """Build from ``COBALT_EVALUATOR`` (embedded|ray), ``COBALT_RAY_ADDRESS``,
         ``COBALT_EVAL_TIMEOUT`` and ``COBALT_EVAL_CONCURRENCY``; kwargs win. The profile is
-        ``profile``, else the profile of ``options=`` when given, else ``$COBALT_PROFILE``
-        when set, else none (see the field)."""
+        ``profile``, else the profile of ``options=`` when given, else ``$COBALT_PROFILE``,
+        else ``paper``."""
         if profile in (None, "") and isinstance(kwargs.get("options"), ExecOptions):
             profile = kwargs["options"].profile  # the caller's own options win over the environment
-        if profile not in (None, "") or os.environ.get(ENV_PROFILE):
-            profile = resolve_profile(profile).value
         env = {
             "mode": os.environ.get("COBALT_EVALUATOR", "embedded"),
             "ray_address": os.environ.get("COBALT_RAY_ADDRESS") or None,
-            "profile": profile or None,
+            "profile": resolve_profile(profile).value,
         }
         if os.environ.get("COBALT_EVAL_TIMEOUT"):
             env["timeout_s"] = float(os.environ["COBALT_EVAL_TIMEOUT"])
@@ -239,12 +236,10 @@ class EvaluatorClient:
             return ExecutionResult.failure(len(tests), f"evaluation failed: {type(exc).__name__}: {exc}")
 
     def request(self, code: str, tests: TestCases) -> dict:
-        """The wire payload of one program: code, tests, this client's options and limits
-        (without a profile when the client has none, so that the service's default applies)."""
-        options = asdict(self.options)
-        if self.profile is None:
-            del options["profile"]
-        return {"code": code, "test_cases": tests.to_dict(), "options": options, "limits": asdict(self.limits)}
+        """The wire payload of one program: code, tests, and this client's options (its profile
+        included) and limits, so that the service runs it as the embedded mode would."""
+        return {"code": code, "test_cases": tests.to_dict(), "options": asdict(self.options),
+                "limits": asdict(self.limits)}
 
     async def _evaluate_ray(self, code: str, tests: TestCases) -> ExecutionResult:
         payload = self.request(code, tests)
