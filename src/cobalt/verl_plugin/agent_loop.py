@@ -51,7 +51,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 
 from cobalt.data.verl_datasets import MULTITURN_AGENT_NAME
 from cobalt.profile import resolve_profile
-from cobalt.verl_plugin.reward import REWARD_INFO_KEYS, default_client, flatten_for_verl
+from cobalt.verl_plugin.reward import REWARD_INFO_KEYS, flatten_for_verl
 from cobalt.verl_plugin.runs import DEFAULT_REPAIR_TURNS, MAX_RESPONSE_LENGTH
 from cobalt.verl_plugin.verpo import (
     DEFAULT_DECAY,
@@ -167,7 +167,9 @@ class CobaltCodeAgentLoop(AgentLoopBase):
 
     @property
     def client(self):
-        """The evaluator client (given, or this process's one for the loop's profile)."""
+        """The evaluator client (given, or this process's one for the loop's profile, shared with the reward)."""
+        from cobalt.reward.scoring import default_client
+
         return self._client if self._client is not None else default_client(self.profile)
 
     async def run(self, sampling_params: dict[str, Any], priority: int = 0, **kwargs: Any) -> AgentLoopOutput:

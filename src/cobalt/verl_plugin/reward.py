@@ -18,7 +18,7 @@ reward manager's ``reward.reward_kwargs.profile``), else from ``$COBALT_PROFILE`
 else ``paper``: this module is an entry point, so it may read the environment.
 The same profile runs the executor: without a ``client`` keyword, the response
 is judged by this process's evaluator client for that profile
-(:func:`default_client`).
+(:func:`cobalt.reward.scoring.default_client`).
 
 The dict returned here has ``score`` (the reward) and a fixed set of flat keys
 (:data:`REWARD_INFO_KEYS`): verl turns every key into a per-sample column,
@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-__all__ = ["COMPONENT_KEYS", "REWARD_INFO_KEYS", "RewardTally", "compute_score", "default_client", "flatten_for_verl"]
+__all__ = ["COMPONENT_KEYS", "REWARD_INFO_KEYS", "RewardTally", "compute_score", "flatten_for_verl"]
 
 COMPONENT_KEYS = ("correctness", "improvement", "format")
 _NUMBER_KEYS = (
@@ -48,20 +48,6 @@ _NUMBER_KEYS = (
 )
 REWARD_INFO_KEYS = (*_NUMBER_KEYS, "has_code", "is_val", "reward_failed", "reason")
 """Every row's extra info carries exactly these keys (see :func:`flatten_for_verl`)."""
-
-_clients: dict[str, Any] = {}
-
-
-def default_client(profile: Any = None):
-    """This process's evaluator client for ``profile`` (resolved as the reward does), made on
-    first use from the environment (``COBALT_EVALUATOR``: 'ray' in training, 'embedded' locally)."""
-    from cobalt.execution.client import EvaluatorClient
-    from cobalt.profile import resolve_profile
-
-    name = resolve_profile(profile).value
-    if name not in _clients:
-        _clients[name] = EvaluatorClient.from_env(profile=name)
-    return _clients[name]
 
 
 async def compute_score(
@@ -80,9 +66,7 @@ async def compute_score(
     from cobalt.profile import resolve_profile
     from cobalt.reward import compute_score as cobalt_compute_score
 
-    kwargs["profile"] = resolve_profile(kwargs.get("profile"))
-    if kwargs.get("client") is None:
-        kwargs["client"] = default_client(kwargs["profile"])
+    kwargs["profile"] = resolve_profile(kwargs.get("profile"))  # it also picks the default client's profile
     result = await cobalt_compute_score(
         data_source=data_source,
         solution_str=solution_str,
