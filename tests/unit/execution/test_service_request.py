@@ -204,3 +204,16 @@ def test_a_refusal_raises_in_the_client_instead_of_scoring(replica):
     client = EvaluatorClient.ray(timeout_s=60)
     client._handle = Handle()
     assert asyncio.run(client.evaluate(ADD["code"], ADD["test_cases"])).passing == (True, False)
+
+
+@pytest.mark.parametrize("profile, call_mode", [("paper", "lossy"), ("cobalt", "call")])
+def test_taco_preprocessing_in_ray_mode_sends_its_call_mode_and_profile(monkeypatch, profile, call_mode):
+    from cobalt.data.taco import TacoConfig, evaluator_client
+
+    monkeypatch.setenv("COBALT_EVALUATOR", "ray")
+    monkeypatch.setenv(ENV_PROFILE, "cobalt" if profile == "paper" else "paper")  # the config wins
+    client = evaluator_client(TacoConfig(profile=profile), concurrency=3)
+    assert (client.mode, client.max_concurrency) == ("ray", 3)
+    wire = client.request("def f(a):\n    return a\n", TestCases(("1",), ("1",), "f"))
+    program = EvaluatorReplica(1).policy.program(wire, "request")
+    assert (program.options.call_mode, program.options.profile) == (call_mode, profile)
