@@ -186,6 +186,8 @@ class RequestPolicy:
             tests = TestCases.from_obj(raw_tests, where=f"{where}.test_cases")
         except TestCaseError as exc:
             raise RequestRejected(400, str(exc)) from None
+        if len(tests) > self.config.max_tests:  # test cases sent as a JSON string are counted here
+            raise RequestRejected(413, f"{where}.test_cases: {len(tests)} tests, more than {self.config.max_tests}")
         size = len(code) + sum(map(len, tests.inputs)) + sum(map(len, tests.outputs))
         if size > self.config.max_request_bytes:
             raise RequestRejected(413, f"{where}: {size} characters of code and tests, more than "

@@ -4,6 +4,7 @@ anything, and the client puts its options, limits and profile on the wire."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 import pytest
@@ -102,6 +103,7 @@ def test_bounds_on_programs_tests_code_and_size():
     assert "3 programs, more than the 2" in _refusal(_ask(small, {"programs": [ADD] * 3}))[1]
     many = {"code": "print(1)", "test_cases": {"inputs": ["1"] * 4, "outputs": ["1"] * 4}}
     assert "4 tests, more than 3" in _refusal(_ask(small, many))[1]
+    assert "4 tests, more than 3" in _refusal(_ask(small, {**many, "test_cases": json.dumps(many["test_cases"])}))[1]
     assert _refusal(_ask(small, {**ADD, "code": "#" * 101}))[0] == 413
     big = {"code": "print(1)", "test_cases": {"inputs": ["x" * 600], "outputs": ["y" * 600]}}
     assert _refusal(_ask(small, big))[0] == 413
