@@ -3,7 +3,7 @@
 Starts a private local Ray cluster with Serve (tests/support/ray_cluster.py), deploys the
 evaluator (1 replica, 2 CPUs), then over HTTP: a normal request alone; each hostile request
 (a 300 KB ``programs`` string, ``{"programs": 5}``, ``float_tol=inf``, ``allow_packages=true``,
-300 programs, a body announced at 1 TiB) with its status and latency, and a normal request
+300 programs, a body announced at 1 TiB) and a valid batch of 256 programs, with its status and latency, and a normal request
 sent 50 ms after it; the replica's RSS before and after.
 
     PYTHONPATH=src:tests .venv/bin/python benchmarks/bench_service_payload.py
@@ -32,6 +32,7 @@ ATTACKS = {
     "float_tol: inf": {**ONE, "options": {"compare": "tolerant", "float_tol": float("inf")}},
     "allow_packages: true": {**ONE, "options": {"allow_packages": True}},
     "300 programs": {"programs": [ONE] * 300},
+    "a valid batch of 256 programs": {"programs": [ONE] * 256},
 }
 
 
