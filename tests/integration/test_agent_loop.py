@@ -305,3 +305,29 @@ async def test_verpo_group_rewards_use_the_group_pass_statistics(tmp_path, token
     assert outs[0].reward_score == pytest.approx(1.0)
     assert 0 < outs[1].reward_score < 0.5 and outs[3].reward_score == 0.0
     assert (await store.statistics("number-of-changing-keys"))["trials"] == 4
+
+
+# A program whose every line ends with an ideographic space: the paper's comparison strips it
+# (str.strip), cobalt's does not, so the verdicts tell which profile the executor ran with.
+IDEOGRAPHIC_END = "import builtins\n_print = builtins.print\nbuiltins.print = lambda *a, **k: _print(*a, end='\\u3000\\n')\n"
+
+
+@pytest.mark.parametrize("how", ["argument", "environment"])
+async def test_the_loops_profile_reaches_the_executor(tmp_path, tokenizer, problem, monkeypatch, how):
+    from cobalt.reward.scoring import reset_client
+
+    monkeypatch.setenv("COBALT_EVALUATOR", "embedded")
+    text = response_with(IDEOGRAPHIC_END + problem["problem"].stdin_program())
+    config = make_config(tmp_path, "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=1")
+    scores = {}
+    for profile in ("paper", "cobalt"):
+        reset_client()
+        if how == "environment":
+            monkeypatch.setenv("COBALT_PROFILE", profile)
+        kwargs = {"profile": profile} if how == "argument" else {}
+        loop = make_loop(config, tokenizer, ScriptedServer(tokenizer, [text]), None, **kwargs)  # its default client
+        out = await loop.run(dict(SAMPLING), **row(problem, is_val=True))
+        assert loop.client.options.profile == profile
+        scores[profile] = (out.reward_score, out.extra_fields["reward_extra_info"]["mt_public_pass_rate"])
+    reset_client()
+    assert scores == {"paper": (1.0, 1.0), "cobalt": (0.0, 0.0)}

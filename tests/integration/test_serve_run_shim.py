@@ -33,7 +33,9 @@ def _post(url: str, payload: dict) -> dict | None:
 def test_serve_run_of_the_root_shim(tmp_path):
     serve_bin = Path(sys.executable).with_name("serve")
     with RayCluster(tmp_path / "ray", num_cpus=2, serve=True) as cluster:
-        env = cluster.env(COBALT_EVAL_CPUS_PER_REPLICA="1", COBALT_EVAL_MEMORY_GB_PER_REPLICA="1")
+        # the profile of requests that name none comes from the environment, as for every command
+        env = cluster.env(COBALT_EVAL_CPUS_PER_REPLICA="1", COBALT_EVAL_MEMORY_GB_PER_REPLICA="1", COBALT_PROFILE="cobalt")
+        env.pop("COBALT_EVAL_PROFILE", None)
         log = open(tmp_path / "serve.log", "wb")
         proc = subprocess.Popen(
             [str(serve_bin), "run", "remote_reward_server:app", "--name", "evaluator", "--route-prefix", "/evaluator"],
@@ -49,6 +51,9 @@ def test_serve_run_of_the_root_shim(tmp_path):
             assert result is not None, f"the app never answered on /evaluator:\n{tail}"
             assert result["passing"] == [True, False]
             assert result["status"] == ["passed", "wrong_answer"]
+            assert result["feedback"][1] == "Input:\nxy\nYour output:\nyx\nExpected output:\nxx"
+            paper = _post(f"{cluster.http_url}/evaluator", {**payload, "options": {"profile": "paper"}})
+            assert paper["feedback"][1] == "Input:\nxy\nProgram's Output:\nyx\nExpected Output:\nxx"
         finally:
             try:  # serve run shuts its app down on SIGINT; the cluster itself goes with the `with`
                 os.killpg(proc.pid, signal.SIGINT)

@@ -570,16 +570,22 @@ def config_from_args(args: argparse.Namespace) -> TacoConfig:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run ``cobalt preproc-taco``."""
+def evaluator_client(cfg: TacoConfig, concurrency: int | None = None):
+    """The evaluator client of the preprocessing (``COBALT_EVALUATOR`` etc.), running with the
+    config's call mode and profile; in Ray mode each request carries them to the service."""
     from cobalt.execution.base import ExecOptions
     from cobalt.execution.client import EvaluatorClient
 
-    cfg = config_from_args(args)
     kwargs: dict = {"options": ExecOptions(call_mode=cfg.exec_call_mode, profile=cfg.profile)}
-    if args.concurrency:
-        kwargs["max_concurrency"] = args.concurrency
-    client = EvaluatorClient.from_env(**kwargs)
+    if concurrency:
+        kwargs["max_concurrency"] = concurrency
+    return EvaluatorClient.from_env(profile=cfg.profile, **kwargs)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``cobalt preproc-taco``."""
+    cfg = config_from_args(args)
+    client = evaluator_client(cfg, args.concurrency)
     output = Path(args.output)
     summary = asyncio.run(clean_file(args.input, output, cfg, client, split=args.split, limit=args.limit,
                                      window=args.window, progress=not args.no_progress))

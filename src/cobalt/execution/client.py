@@ -13,9 +13,18 @@ out, the payload is malformed), :meth:`EvaluatorClient.evaluate` returns an
 :class:`ExecutionResult`; a call that failed is a failing result whose
 feedback says what happened. It never raises for a bad program.
 
+Both modes run a program with the client's ``options`` (profile, call mode,
+compare mode, ...) and ``limits``: in Ray mode every request carries them, and
+the service clamps them to its operator's (docs/EXECUTION.md, "Wire schema").
+The client always names its profile, so the service's default profile
+(``cobalt serve --profile``) applies only to other callers' requests that name
+none. A request the service refuses raises
+:class:`~cobalt.execution.service.RequestRejected` (a configuration error, not
+a program's result).
+
 Typical use::
 
-    client = EvaluatorClient.from_env()          # COBALT_EVALUATOR=embedded|ray
+    client = EvaluatorClient.from_env()          # COBALT_EVALUATOR=embedded|ray, COBALT_PROFILE
     result = await client.evaluate(code, {"inputs": [...], "outputs": [...]})
     result.pass_rate, result.passing, result.feedback
 """
@@ -27,7 +36,7 @@ import os
 import threading
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from cobalt.execution.base import (
@@ -40,6 +49,8 @@ from cobalt.execution.base import (
     TestCaseError,
     TestCases,
 )
+from cobalt.execution.service import RequestRejected
+from cobalt.profile import Profile, profile_name, resolve_profile
 
 log = logging.getLogger(__name__)
 
@@ -74,10 +85,17 @@ class EvaluatorClient:
     """Extra attempts after a failed (not timed-out) Ray call, e.g. a replica that died."""
     sandbox: str = "bwrap"
     """Embedded mode: 'bwrap' or 'none' (trusted code only; warns loudly)."""
+    profile: str | None = None
+    """'paper' or 'cobalt': the profile every program runs with, in both modes (it replaces
+    ``options.profile``). None: ``options.profile`` (default paper); after construction this
+    field always holds the profile in use."""
 
     def __post_init__(self) -> None:
         if self.mode not in ("embedded", "ray"):
             raise ValueError(f"mode must be 'embedded' or 'ray', got {self.mode!r}")
+        if self.profile not in (None, ""):
+            self.options = replace(self.options, profile=profile_name(self.profile))
+        self.profile = self.options.profile
         floor = self.limits.program_wall_s + HOST_GRACE_S
         if not self.timeout_s > floor:
             # Allowed (fault tests use short timeouts), but then the caller, not the cap, decides.
@@ -95,22 +113,27 @@ class EvaluatorClient:
 
     # -- construction -------------------------------------------------------
     @classmethod
-    def embedded(cls, **kwargs: Any) -> "EvaluatorClient":
-        """A client running the sandboxed executor in this process."""
-        return cls(mode="embedded", **kwargs)
+    def embedded(cls, profile: "str | Profile | None" = None, **kwargs: Any) -> "EvaluatorClient":
+        """A client running the sandboxed executor in this process, with ``profile`` (see the field)."""
+        return cls(mode="embedded", profile=_name_or_none(profile), **kwargs)
 
     @classmethod
-    def ray(cls, address: str | None = None, **kwargs: Any) -> "EvaluatorClient":
-        """A client of the Ray Serve ``Evaluator`` deployment."""
-        return cls(mode="ray", ray_address=address, **kwargs)
+    def ray(cls, address: str | None = None, profile: "str | Profile | None" = None, **kwargs: Any) -> "EvaluatorClient":
+        """A client of the Ray Serve ``Evaluator`` deployment, with ``profile`` (see the field)."""
+        return cls(mode="ray", ray_address=address, profile=_name_or_none(profile), **kwargs)
 
     @classmethod
-    def from_env(cls, **kwargs: Any) -> "EvaluatorClient":
+    def from_env(cls, profile: "str | Profile | None" = None, **kwargs: Any) -> "EvaluatorClient":
         """Build from ``COBALT_EVALUATOR`` (embedded|ray), ``COBALT_RAY_ADDRESS``,
-        ``COBALT_EVAL_TIMEOUT`` and ``COBALT_EVAL_CONCURRENCY``; kwargs win."""
+        ``COBALT_EVAL_TIMEOUT`` and ``COBALT_EVAL_CONCURRENCY``; kwargs win. The profile is
+        ``profile``, else the profile of ``options=`` when given, else ``$COBALT_PROFILE``,
+        else ``paper``."""
+        if profile in (None, "") and isinstance(kwargs.get("options"), ExecOptions):
+            profile = kwargs["options"].profile  # the caller's own options win over the environment
         env = {
             "mode": os.environ.get("COBALT_EVALUATOR", "embedded"),
             "ray_address": os.environ.get("COBALT_RAY_ADDRESS") or None,
+            "profile": resolve_profile(profile).value,
         }
         if os.environ.get("COBALT_EVAL_TIMEOUT"):
             env["timeout_s"] = float(os.environ["COBALT_EVAL_TIMEOUT"])
@@ -212,8 +235,14 @@ class EvaluatorClient:
             log.exception("evaluation failed")
             return ExecutionResult.failure(len(tests), f"evaluation failed: {type(exc).__name__}: {exc}")
 
+    def request(self, code: str, tests: TestCases) -> dict:
+        """The wire payload of one program: code, tests, and this client's options (its profile
+        included) and limits, so that the service runs it as the embedded mode would."""
+        return {"code": code, "test_cases": tests.to_dict(), "options": asdict(self.options),
+                "limits": asdict(self.limits)}
+
     async def _evaluate_ray(self, code: str, tests: TestCases) -> ExecutionResult:
-        payload = {"code": code, "test_cases": tests.to_dict()}
+        payload = self.request(code, tests)
         deadline = time.monotonic() + self.timeout_s
         last_error = "unknown error"
         for attempt in range(self.retries + 1):
@@ -225,7 +254,9 @@ class EvaluatorClient:
                 response = handle.remote(payload)
                 remaining = max(deadline - time.monotonic(), 0.001)
                 raw = await asyncio.wait_for(_await_response(response), timeout=remaining)
-                return ExecutionResult.from_dict(raw)
+                return _reply(raw)
+            except RequestRejected:
+                raise
             except asyncio.TimeoutError:
                 return ExecutionResult.failure(
                     len(tests), f"evaluation timed out after {self.timeout_s:g} seconds", Status.TIMEOUT
@@ -236,6 +267,17 @@ class EvaluatorClient:
                 self._handle = None
                 await asyncio.sleep(min(0.5 * (attempt + 1), max(deadline - time.monotonic(), 0)))
         return ExecutionResult.failure(len(tests), f"evaluator call failed: {last_error}")
+
+
+def _reply(raw: Any) -> ExecutionResult:
+    """The result in a service reply; a refusal (``{"error", "status_code"}``) raises."""
+    if isinstance(raw, Mapping) and "passing" not in raw and "status_code" in raw:
+        raise RequestRejected(int(raw["status_code"]), str(raw.get("error")))
+    return ExecutionResult.from_dict(raw)
+
+
+def _name_or_none(profile: Any) -> str | None:
+    return None if profile in (None, "") else profile_name(profile)
 
 
 async def _await_response(response: Any) -> Any:
@@ -261,4 +303,4 @@ def results_equal(a: ExecutionResult, b: ExecutionResult) -> bool:
     return a.passing == b.passing and a.feedback == b.feedback and tuple(a.status) == tuple(b.status)
 
 
-__all__: Sequence[str] = ["EvaluatorClient", "results_equal", "DEFAULT_TIMEOUT_S"]
+__all__: Sequence[str] = ["EvaluatorClient", "RequestRejected", "results_equal", "DEFAULT_TIMEOUT_S"]

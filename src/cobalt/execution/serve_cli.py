@@ -4,10 +4,14 @@ Connects to the Ray cluster at ``--address`` (or starts a local one), deploys
 the ``Evaluator`` deployment as application ``evaluator`` on route prefix
 ``/evaluator``, and either blocks (default) or returns (``--detach``) leaving
 the app running on the cluster. Equivalent: ``serve run remote_reward_server:app``.
+``--profile`` (else ``$COBALT_EVAL_PROFILE``, else ``$COBALT_PROFILE``, else paper)
+is the profile of the requests that name none.
 """
 from __future__ import annotations
 
 import argparse
+
+from cobalt.profile import add_profile_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-ongoing-requests", type=int, default=None, help="requests a replica accepts at once (default 64)")
     parser.add_argument("--no-sandbox", action="store_true", help="run programs WITHOUT bubblewrap (trusted code only)")
     parser.add_argument("--detach", action="store_true", help="deploy and return, leaving the app running on the cluster")
+    add_profile_argument(parser)  # the profile of requests that name none
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
         memory_gb_per_replica=args.memory_gb_per_replica,
         max_ongoing_requests=args.max_ongoing_requests,
         sandbox="none" if args.no_sandbox else None,
+        profile=args.profile,  # None: $COBALT_EVAL_PROFILE, else $COBALT_PROFILE, else paper
     )
     print(f"cobalt serve: deploying {config} as app '{APP_NAME}' at {ROUTE_PREFIX}", flush=True)
     deploy(args.address, config, blocking=not args.detach)

@@ -25,8 +25,9 @@ Two kinds of trouble, kept apart (METHOD §9, docs/REWARD.md "Failures"):
 
 Nothing in one row raises into the batch.
 
-The client is built on first use (``EvaluatorClient.from_env()``, i.e.
-``COBALT_EVALUATOR`` etc.) and cached in this module; a caller or test may pass
+The client is built on first use (``EvaluatorClient.from_env(profile=...)``, i.e.
+``COBALT_EVALUATOR`` etc. and the row's profile, so that the executor judges
+with the profile that shapes the reward) and cached in this module; a caller or test may pass
 its own with ``client=...``. The bound on rows in flight (``COBALT_REWARD_CONCURRENCY``,
 default 64 as in the paper) is a semaphore made inside the running event loop.
 The profile comes from the ``profile=`` keyword (default ``paper``).
@@ -58,12 +59,20 @@ CLIENT_GRACE_S = 5.0
 _state: dict[str, Any] = {"client": None, "sem": None, "loop": None}
 
 
-def _default_client():
-    if _state["client"] is None:
+def default_client(profile: "str | Profile | None" = None):
+    """This process's evaluator client, running the executor with ``profile`` (else
+    ``$COBALT_PROFILE``, else paper); made from the environment on first use and again
+    when another profile is asked for."""
+    name = resolve_profile(profile).value
+    client = _state["client"]
+    if client is None or client.options.profile != name:
         from cobalt.execution.client import EvaluatorClient
 
-        _state["client"] = EvaluatorClient.from_env()
-    return _state["client"]
+        _state["client"] = client = EvaluatorClient.from_env(profile=name)
+    return client
+
+
+_default_client = default_client
 
 
 def _semaphore() -> asyncio.Semaphore:
@@ -229,7 +238,7 @@ async def _score(
         return _result(breakdown, has_code=False, n_tests=len(tests or ()), reason="no code block")
     if problem:
         return failed(problem)
-    client = kwargs.get("client") or _default_client()
+    client = kwargs.get("client") or default_client(profile)
     wait_s = float(getattr(client, "timeout_s", 30.0)) + CLIENT_GRACE_S
     result = None
     try:

@@ -34,6 +34,11 @@ program on ALL tests (hidden + public), and handed to verl as ``reward_score``
 
 Validation rows (``extra_info.is_val``) score 1 when the final program passes
 every test, else 0, for both.
+
+One profile (``paper`` or ``cobalt``: the ``profile`` key of the loop's YAML,
+else ``$COBALT_PROFILE``, which the training run sets for every worker, else
+``paper``) rules the whole trajectory: program extraction, the executor that
+judges every program (the evaluator client for that profile) and the reward.
 """
 from __future__ import annotations
 
@@ -45,6 +50,7 @@ from uuid import uuid4
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput
 
 from cobalt.data.verl_datasets import MULTITURN_AGENT_NAME
+from cobalt.profile import resolve_profile
 from cobalt.verl_plugin.reward import REWARD_INFO_KEYS, flatten_for_verl
 from cobalt.verl_plugin.runs import DEFAULT_REPAIR_TURNS, MAX_RESPONSE_LENGTH
 from cobalt.verl_plugin.verpo import (
@@ -72,15 +78,6 @@ MT_INFO_KEYS = ("mt_programs", "mt_stop", "mt_public_pass_rate", "mt_first_publi
 """Keys added to the reward info of every row (after :data:`cobalt.verl_plugin.reward.REWARD_INFO_KEYS`)."""
 
 _shared: dict[str, Any] = {}
-
-
-def _default_client():
-    """One evaluator client per process (``COBALT_EVALUATOR``: 'ray' in training, 'embedded' locally)."""
-    if "client" not in _shared:
-        from cobalt.execution.client import EvaluatorClient
-
-        _shared["client"] = EvaluatorClient.from_env()
-    return _shared["client"]
 
 
 def _default_store(decay: float, prior: float):
@@ -134,9 +131,12 @@ class CobaltCodeAgentLoop(AgentLoopBase):
         evaluator_client: Any = None,
         verpo_store: Any = None,
         tools: Any = None,
+        profile: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        # An entry point: the YAML's ``profile``, else $COBALT_PROFILE (set by the run for every worker).
+        self.profile = resolve_profile(profile)
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
         self.reward = reward
@@ -167,8 +167,10 @@ class CobaltCodeAgentLoop(AgentLoopBase):
 
     @property
     def client(self):
-        """The evaluator client (given, or one per process from the environment)."""
-        return self._client if self._client is not None else _default_client()
+        """The evaluator client (given, or this process's one for the loop's profile, shared with the reward)."""
+        from cobalt.reward.scoring import default_client
+
+        return self._client if self._client is not None else default_client(self.profile)
 
     async def run(self, sampling_params: dict[str, Any], priority: int = 0, **kwargs: Any) -> AgentLoopOutput:
         """One trajectory: up to ``max_programs`` responses with public-test feedback between them."""
@@ -217,7 +219,7 @@ class CobaltCodeAgentLoop(AgentLoopBase):
             text = self.tokenizer.decode(new_ids, skip_special_tokens=True)
             responses.append(text)
 
-            code = extract_code(text)
+            code = extract_code(text, self.profile)
             if code is None:
                 stop = STOP_NO_CODE
                 break
@@ -277,7 +279,7 @@ class CobaltCodeAgentLoop(AgentLoopBase):
 
             result = await compute_score(
                 data_source=kwargs.get("data_source"), solution_str=final, ground_truth=all_tests.to_dict(),
-                extra_info={**extra_info, "prev_best_pass_rate": 0.0}, client=self.client,
+                extra_info={**extra_info, "prev_best_pass_rate": 0.0}, client=self.client, profile=self.profile,
             )
             info = flatten_for_verl(result)
             return info["score"], info
@@ -287,7 +289,7 @@ class CobaltCodeAgentLoop(AgentLoopBase):
         from cobalt.text import extract_code
         from cobalt.verl_plugin.verpo import verpo_reward
 
-        code = extract_code(final)
+        code = extract_code(final, self.profile)
         reason = ""
         if code is None:
             passing, reason = [False] * len(all_tests), "no code block"

@@ -16,6 +16,9 @@ The profile (``paper`` or ``cobalt``, docs/FIDELITY.md) comes from the
 ``profile`` keyword (``custom_reward_function.reward_kwargs.profile`` or our
 reward manager's ``reward.reward_kwargs.profile``), else from ``$COBALT_PROFILE``,
 else ``paper``: this module is an entry point, so it may read the environment.
+The same profile runs the executor: without a ``client`` keyword, the response
+is judged by this process's evaluator client for that profile
+(:func:`cobalt.reward.scoring.default_client`).
 
 The dict returned here has ``score`` (the reward) and a fixed set of flat keys
 (:data:`REWARD_INFO_KEYS`): verl turns every key into a per-sample column,
@@ -63,7 +66,7 @@ async def compute_score(
     from cobalt.profile import resolve_profile
     from cobalt.reward import compute_score as cobalt_compute_score
 
-    kwargs["profile"] = resolve_profile(kwargs.get("profile"))
+    kwargs["profile"] = resolve_profile(kwargs.get("profile"))  # it also picks the default client's profile
     result = await cobalt_compute_score(
         data_source=data_source,
         solution_str=solution_str,
