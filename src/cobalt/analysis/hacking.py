@@ -411,10 +411,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``cobalt extract-hacking``."""
-    from cobalt.io import write_json_atomic
+    from cobalt.io import resume_guard, save_settings, write_json_atomic
 
     profile = profile_from_args(args)
     output = Path(args.output)
+    settings, refused = resume_guard(args, [args.data, args.input], profile=str(profile))
+    if refused:
+        print(f"cobalt extract-hacking: {refused}", file=sys.stderr)
+        return 2
+    save_settings(output, "cobalt extract-hacking", settings)
     try:
         summary = extract_file(args.data, args.input, output, profile=profile, shown=args.shown,
                                run=args.run_name, progress=not args.no_progress)

@@ -41,14 +41,15 @@ def _read(path: str) -> list[dict]:
     return records
 
 
-async def _generate(args: argparse.Namespace, engine, records: list[dict]) -> int:
+async def _generate(args: argparse.Namespace, engine, records: list[dict], settings: dict) -> int:
     from tqdm import tqdm
 
-    from cobalt.io import JsonlAppender
+    from cobalt.io import JsonlAppender, save_settings
 
     params = sampling_from_args(args)
     profile = str(profile_from_args(args))
     await engine.check()
+    save_settings(args.output, "cobalt generate", settings)
     with JsonlAppender(args.output) as out:
         todo = [r for r in records if r["id"] not in out.done]
         with tqdm(total=len(todo), desc="generate", unit="conv", file=sys.stderr) as bar:
@@ -69,8 +70,12 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from cobalt.engines.base import EngineError
-    from cobalt.io import RecordError
+    from cobalt.io import RecordError, resume_guard
 
+    settings, refused = resume_guard(args, [args.input], profile=str(profile_from_args(args)))
+    if refused:
+        print(f"cobalt generate: error: {refused}", file=sys.stderr)
+        return 2
     try:
         records = _read(args.input)
         engine = engine_from_args(args)
@@ -80,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
     async def main() -> int:
         try:
-            return await _generate(args, engine, records)
+            return await _generate(args, engine, records, settings)
         finally:
             await engine.aclose()
 

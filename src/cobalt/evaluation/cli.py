@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     from cobalt.evaluation.passk import PassTable, format_table
     from cobalt.execution.base import ExecOptions
     from cobalt.execution.client import EvaluatorClient
-    from cobalt.io import MAX_SAVED_ERRORS, JsonlAppender, RecordError, write_json_atomic
+    from cobalt.io import MAX_SAVED_ERRORS, JsonlAppender, RecordError, resume_guard, save_settings, write_json_atomic
     from cobalt.profile import profile_from_args
 
     profile = str(profile_from_args(args))
@@ -123,11 +123,16 @@ def run(args: argparse.Namespace) -> int:
     if args.pass_n is not None and args.pass_n < 1:
         print("cobalt eval: --pass-n must be at least 1", file=sys.stderr)
         return 2
+    settings, refused = resume_guard(args, [args.input], profile=profile)
+    if refused:
+        print(f"cobalt eval: {refused}", file=sys.stderr)
+        return 2
     thinking = {"auto": None, "on": True, "off": False}[args.enable_thinking]
     client = EvaluatorClient(mode=args.evaluator, ray_address=args.ray_address, timeout_s=args.eval_timeout,
                              max_concurrency=args.eval_concurrency, options=ExecOptions(profile=profile))
     stats = EvalStats()
     output = Path(args.output)
+    save_settings(output, "cobalt eval", settings)
     with JsonlAppender(output) as out:
         bar = None
         if not args.no_progress:

@@ -219,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
     from cobalt.engines.base import EngineError, SamplingParams
     from cobalt.execution.client import EvaluatorClient
     from cobalt.execution.base import ExecOptions
-    from cobalt.io import JsonlAppender, write_json_atomic
+    from cobalt.io import JsonlAppender, resume_guard, write_json_atomic
     from cobalt.profile import profile_from_args
     from cobalt.rollout.loop import RolloutConfig, RolloutStats, run_rollout
 
@@ -236,6 +236,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if not args.model:
         print("cobalt rollout: --model is required", file=sys.stderr)
+        return 2
+    settings, refused = resume_guard(args, [args.input, args.first_turn_from], profile=str(profile))
+    if refused:
+        print(f"cobalt rollout: {refused}", file=sys.stderr)
         return 2
     try:
         problems = []
@@ -264,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
     output = Path(args.output)
     config_path = output.with_name(output.name + CONFIG_SUFFIX)
     resolved = resolved_config(args, engine, params, config)
+    resolved["settings"] = settings
     problem = check_resume(config_path, resolved)
     if problem is not None and output.exists() and output.stat().st_size > 0:
         print(f"cobalt rollout: {problem}", file=sys.stderr)
