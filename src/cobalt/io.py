@@ -249,7 +249,7 @@ CONFIG_SUFFIX = ".config.json"
 """Suffix of the file beside an output that keeps the settings it was made with."""
 
 UNSAVED_FLAGS = frozenset({
-    "output", "out_dir", "no_progress",
+    "output", "out_dir", "work_dir", "no_progress",
     # scope: how many records this call takes on, never how each is made
     "limit",
     # concurrency: how much runs at once, never what comes out
@@ -378,3 +378,39 @@ def resume_guard(args: Any, inputs: Iterable[str | os.PathLike | None], **resolv
     settings = run_settings(args, **resolved)
     error = same_file_error(inputs, args.output) or resume_settings(args.output, settings)
     return settings, error
+
+
+def check_unique_id(rid: Any, seen: dict, *, path: str | os.PathLike, line: int) -> None:
+    """Note that id ``rid`` is at ``line`` of ``path``; a :class:`RecordError` naming both lines when it was seen."""
+    if rid is None:
+        return
+    key = json.dumps(rid, sort_keys=True)
+    if key in seen:
+        raise RecordError(path, line, "id", f"duplicate problem id {rid!r} (first at line {seen[key]}); "
+                          "each problem must appear once")
+    seen[key] = line
+
+
+def count_unique_records(path: str | os.PathLike, id_field: str = "id") -> int:
+    """The number of records of a JSONL input; :class:`RecordError` on a bad line or an id seen twice (file:line).
+
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as fh:
+    ...     _ = fh.write('{"id": "a"}\\n{"id": "b"}\\n{"id": "a"}\\n')
+    >>> count_unique_records(fh.name)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    cobalt.io.RecordError: ...:3: field 'id': duplicate problem id 'a' (first at line 1); each problem must appear once
+    >>> os.unlink(fh.name)
+    """
+    seen: dict = {}
+    count = 0
+    for line, record in iter_jsonl(path):
+        count += 1
+        if isinstance(record, Mapping):
+            check_unique_id(record.get(id_field), seen, path=path, line=line)
+    return count
+
+
+def empty_input_warning(command: str, path: str | os.PathLike) -> str:
+    """The one-line warning of a command whose input holds no records (it then exits 1)."""
+    return f"{command}: warning: {path} holds no records; nothing to do"
