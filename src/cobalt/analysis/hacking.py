@@ -411,7 +411,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``cobalt extract-hacking``."""
-    from cobalt.io import resume_guard, save_settings, write_json_atomic
+    from cobalt.io import empty_input_warning, resume_guard, save_settings, write_json_atomic
 
     profile = profile_from_args(args)
     output = Path(args.output)
@@ -432,4 +432,7 @@ def run(args: argparse.Namespace) -> int:
     print(format_summary(summary, output))
     for err in summary.errors[:20]:
         print(f"  {err}", file=sys.stderr)
-    return 1 if summary.records_read and not summary.records_valid else 0
+    if not summary.records_read:
+        print(empty_input_warning("cobalt extract-hacking", args.input), file=sys.stderr)
+        return 1
+    return 1 if not summary.records_valid else 0

@@ -228,7 +228,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``cobalt perturb``."""
-    from cobalt.io import resume_guard, save_settings, write_json_atomic
+    from cobalt.io import empty_input_warning, resume_guard, save_settings, write_json_atomic
 
     output = Path(args.output)
     settings, refused = resume_guard(args, [args.input])
@@ -242,4 +242,7 @@ def run(args: argparse.Namespace) -> int:
     print(summary.format(f"perturbed -> {output}"))
     for err in summary.errors[:20]:
         print(f"  {err}")
+    if summary.total == 0:
+        print(empty_input_warning("cobalt perturb", args.input), file=sys.stderr)
+        return 1
     return 0

@@ -28,11 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read(path: str) -> list[dict]:
-    from cobalt.io import RecordError, iter_jsonl, require_field
+    from cobalt.io import RecordError, check_unique_id, iter_jsonl, require_field
 
-    records = []
+    records, seen = [], {}
     for line, rec in iter_jsonl(path):
         rid = require_field(rec, "id", (str, int), path=path, line=line)
+        check_unique_id(rid, seen, path=path, line=line)
         messages = require_field(rec, "messages", list, path=path, line=line)
         for k, m in enumerate(messages):
             if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from cobalt.engines.base import EngineError
-    from cobalt.io import RecordError, resume_guard
+    from cobalt.io import RecordError, empty_input_warning, resume_guard
 
     settings, refused = resume_guard(args, [args.input], profile=str(profile_from_args(args)))
     if refused:
@@ -82,6 +83,9 @@ def run(args: argparse.Namespace) -> int:
     except (RecordError, EngineError, FileNotFoundError, ValueError) as exc:
         print(f"cobalt generate: error: {exc}", file=sys.stderr)
         return 2
+    if not records:
+        print(empty_input_warning("cobalt generate", args.input), file=sys.stderr)
+        return 1
 
     async def main() -> int:
         try:

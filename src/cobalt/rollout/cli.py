@@ -219,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
     from cobalt.engines.base import EngineError, SamplingParams
     from cobalt.execution.client import EvaluatorClient
     from cobalt.execution.base import ExecOptions
-    from cobalt.io import JsonlAppender, resume_guard, write_json_atomic
+    from cobalt.io import JsonlAppender, check_unique_id, empty_input_warning, resume_guard, write_json_atomic
     from cobalt.profile import profile_from_args
     from cobalt.rollout.loop import RolloutConfig, RolloutStats, run_rollout
 
@@ -242,8 +242,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"cobalt rollout: {refused}", file=sys.stderr)
         return 2
     try:
-        problems = []
-        for _, problem in iter_problems_on(args.input, args.public_tests):
+        problems, seen = [], {}
+        for line, problem in iter_problems_on(args.input, args.public_tests):
+            check_unique_id(problem.id, seen, path=args.input, line=line)
             problems.append(problem)
             if args.limit is not None and len(problems) >= args.limit:
                 break
@@ -251,6 +252,9 @@ def run(args: argparse.Namespace) -> int:
         first_turns = load_first_turns(args.first_turn_from, first_public) if args.first_turn_from else None
     except (RecordError, FileNotFoundError) as exc:
         print(f"cobalt rollout: {exc}", file=sys.stderr)
+        return 1
+    if not problems:
+        print(empty_input_warning("cobalt rollout", args.input), file=sys.stderr)
         return 1
     params = SamplingParams(n=1, temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_tokens,
                             seed=args.seed, enable_thinking=True if args.enable_thinking else None)
