@@ -254,10 +254,13 @@ UNSAVED_FLAGS = frozenset({
     "limit",
     # concurrency: how much runs at once, never what comes out
     "max_problems", "max_requests", "eval_concurrency", "workers", "concurrency", "max_in_flight", "batch_size",
+    "window",
     # transport: how long a caller waits or retries; a call that fails is an error, never a result
     "timeout", "eval_timeout", "max_retries", "retries", "backoff",
     # placement of the model on the hardware
     "device", "tensor_parallel_size",
+    # free-form KEY=VALUE engine options may carry a key or an address
+    "engine_option",
 })
 """Flags never saved nor compared on resume (addresses and credentials are recognised by name)."""
 
@@ -297,14 +300,15 @@ def run_settings(args: Any, **resolved: Any) -> dict:
 
     ``resolved`` replaces flags whose parsed value is not what the run uses
     (``profile=None`` resolved from the environment, an input path made absolute).
-    Paths of ``input``-like flags are saved absolute so a rerun from another
-    folder compares equal.
+    Paths of ``input``-like flags that exist are saved absolute so a rerun from
+    another folder compares equal (a hub data set name stays as given).
     """
     out = {}
     for name, value in sorted(vars(args).items()):
         if not saved_flag(name):
             continue
-        if name in ("input", "data", "first_turn_from", "template_dir") and isinstance(value, (str, os.PathLike)):
+        if (name in ("input", "data", "first_turn_from", "template_dir", "problems")
+                and isinstance(value, (str, os.PathLike)) and os.path.exists(value)):
             value = os.path.abspath(value)
         out[name] = _jsonable(value)
     out.update({k: _jsonable(v) for k, v in resolved.items()})

@@ -199,3 +199,19 @@ def test_odd_sample_counts_are_named_with_the_runs_samples(run, tmp_path):
     # the run's samples (2) come from the rollout's config, so the 1-sample problem is the odd one
     assert f"other than the run's 2 (id, samples): ({records[1]['id']}, 1)" in proc.stderr
     assert "samples per problem: min 1, max 2" in proc.stdout
+
+
+def test_exec_rerun_with_another_limit_is_refused(run, tmp_path):
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text("".join(json.dumps({"id": p.task_id, "code": p.stdin_program(),
+                                        "test_cases": p.stdin_tests().to_dict()}) + "\n" for p in run["chosen"]))
+    out = tmp_path / "results.jsonl"
+    first = cobalt("exec", "--input", jobs, "--output", out, "--test-timeout", "5", "--no-progress")
+    assert first.returncode == 0, first.stderr[-2000:]
+    before = out.read_bytes()
+    _refused(cobalt("exec", "--input", jobs, "--output", out, "--test-timeout", "9", "--no-progress"),
+             "--test-timeout")
+    assert out.read_bytes() == before
+    # the number of programs judged at once is not a setting of the results
+    again = cobalt("exec", "--input", jobs, "--output", out, "--test-timeout", "5", "--workers", "1", "--no-progress")
+    assert again.returncode == 0, again.stderr[-2000:]

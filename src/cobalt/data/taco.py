@@ -43,6 +43,7 @@ import argparse
 import asyncio
 import json
 import re
+import sys
 from collections import Counter, deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -575,7 +576,14 @@ def run(args: argparse.Namespace) -> int:
     from cobalt.execution.base import ExecOptions
     from cobalt.execution.client import EvaluatorClient
 
+    from cobalt.io import resume_guard, save_settings
+
     cfg = config_from_args(args)
+    settings, refused = resume_guard(args, [args.input], profile=str(cfg.profile))
+    if refused:
+        print(f"cobalt preproc-taco: {refused}", file=sys.stderr)
+        return 2
+    save_settings(args.output, "cobalt preproc-taco", settings)
     kwargs: dict = {"options": ExecOptions(call_mode=cfg.exec_call_mode, profile=cfg.profile)}
     if args.concurrency:
         kwargs["max_concurrency"] = args.concurrency
