@@ -95,9 +95,8 @@ async def _main(args: argparse.Namespace) -> int:
     from cobalt.execution.base import ExecOptions, TestCases
     from cobalt.execution.client import EvaluatorClient
     from cobalt.execution.sandbox import SandboxUnavailable
+    from cobalt.io import resume_settings, run_settings, save_settings
     from cobalt.profile import profile_from_args
-
-    from cobalt.io import resume_settings, run_settings
 
     started = time.perf_counter()
     profile = str(profile_from_args(args))
@@ -160,8 +159,6 @@ async def _main(args: argparse.Namespace) -> int:
           f"{'greedy' if args.temperature == 0 else 'temperature 0.6, top-p 0.95'}, {args.max_tokens} new tokens)")
 
     # 3-4. rollout
-    from cobalt.io import save_settings
-
     save_settings(work / "rollout.jsonl", "cobalt demo", settings, extra={"samples": args.samples, "profile": profile})
     ok = await _rollout(args, engine, client, work, problems_path, profile, leet)
     await engine.aclose()

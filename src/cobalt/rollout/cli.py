@@ -30,10 +30,9 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-from cobalt.io import RecordError
+from cobalt.io import CONFIG_SUFFIX, RecordError
 from cobalt.profile import add_profile_argument
 
-CONFIG_SUFFIX = ".config.json"
 # Fields that must agree between a run and the run it resumes.
 RESUME_KEYS = ("engine", "model", "samples", "repair_turns", "enable_thinking", "max_new_tokens",
                "temperature", "top_p", "profile", "first_turn_from", "public_tests")
