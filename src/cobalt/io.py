@@ -406,9 +406,15 @@ def count_unique_records(path: str | os.PathLike, id_field: str = "id") -> int:
     cobalt.io.RecordError: ...:3: field 'id': duplicate problem id 'a' (first at line 1); each problem must appear once
     >>> os.unlink(fh.name)
     """
+    return count_unique(iter_jsonl(path), path, id_field)
+
+
+def count_unique(records: Iterable[tuple[int, Any]], path: str | os.PathLike, id_field: str = "id") -> int:
+    """The number of ``(line, record)`` pairs of ``records`` (read from ``path``); :class:`RecordError`
+    when an id comes twice (records that are not objects are counted, not checked)."""
     seen: dict = {}
     count = 0
-    for line, record in iter_jsonl(path):
+    for line, record in records:
         count += 1
         if isinstance(record, Mapping):
             check_unique_id(record.get(id_field), seen, path=path, line=line)

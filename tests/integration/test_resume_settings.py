@@ -149,9 +149,9 @@ def test_empty_input_is_a_warning_and_exit_1(run, tmp_path, command):
     assert not (tmp_path / "out.jsonl").exists() or (tmp_path / "out.jsonl").stat().st_size == 0
 
 
-@pytest.mark.parametrize("command", ["eval", "report", "rollout"])
+@pytest.mark.parametrize("command", ["eval", "report", "rollout", "perturb"])
 def test_duplicate_problem_ids_are_refused_naming_file_and_line(run, tmp_path, command):
-    source = run["evaluated"] if command == "report" else (run["rollout"] if command == "eval" else run["problems"])
+    source = {"report": run["evaluated"], "eval": run["rollout"]}.get(command, run["problems"])
     lines = source.read_text().splitlines()
     doubled = tmp_path / "doubled.jsonl"
     doubled.write_text("\n".join([lines[0], lines[1], lines[0]]) + "\n")
@@ -160,6 +160,8 @@ def test_duplicate_problem_ids_are_refused_naming_file_and_line(run, tmp_path, c
         argv = ["report", doubled, "--out-dir", tmp_path / "r"]
     elif command == "eval":
         argv = ["eval", "--input", doubled, "--output", tmp_path / "out.jsonl", "--no-progress"]
+    elif command == "perturb":
+        argv = ["perturb", "--input", doubled, "--output", tmp_path / "out.jsonl", "--no-progress"]
     else:
         argv = ["rollout", "--engine", "openai", "--model", "test-model", "--base-url", run["server"].base_url,
                 "--input", doubled, "--output", tmp_path / "out.jsonl", "--no-progress"]

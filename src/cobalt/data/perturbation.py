@@ -228,13 +228,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``cobalt perturb``."""
-    from cobalt.io import empty_input_warning, resume_guard, save_settings, write_json_atomic
+    from cobalt.io import count_unique, empty_input_warning, resume_guard, save_settings, write_json_atomic
 
     output = Path(args.output)
     settings, refused = resume_guard(args, [args.input])
     if refused:
         print(f"cobalt perturb: {refused}", file=sys.stderr)
         return 2
+    try:
+        count_unique(iter_local_records(args.input), args.input)
+    except (RecordError, FileNotFoundError) as exc:
+        print(f"cobalt perturb: {exc}", file=sys.stderr)
+        return 1
     save_settings(output, "cobalt perturb", settings)
     summary = perturb_file(args.input, output, seed=args.seed, field=args.field, progress=not args.no_progress)
     write_json_atomic(output.with_name(output.name + ".summary.json"),
