@@ -133,11 +133,16 @@ def test_generate_rerun_with_another_n_is_refused(run, tmp_path):
 
 # -- odd input ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("command", ["eval", "report", "rollout"])
+@pytest.mark.parametrize("command", ["eval", "report", "rollout", "perturb", "generate"])
 def test_empty_input_is_a_warning_and_exit_1(run, tmp_path, command):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
-    if command == "report":
+    if command == "perturb":
+        argv = ["perturb", "--input", empty, "--output", tmp_path / "out.jsonl", "--no-progress"]
+    elif command == "generate":
+        argv = ["generate", "--engine", "openai", "--model", "test-model", "--base-url", run["server"].base_url,
+                "--input", empty, "--output", tmp_path / "out.jsonl"]
+    elif command == "report":
         argv = ["report", empty, "--out-dir", tmp_path / "r"]
     elif command == "eval":
         argv = ["eval", "--input", empty, "--output", tmp_path / "out.jsonl", "--no-progress"]
