@@ -87,8 +87,8 @@ do_rollout() {
         --temperature 1.0 --evaluator ray --ray-address auto --output "$RUN_DIR/records.jsonl" --no-progress --seed 0
     echo "rollout: $N_PROBLEMS problems x $SAMPLES samples x (1 + $TURNS) turns in $((SECONDS - start)) s"
     tcobalt eval --input "$RUN_DIR/records.jsonl" --output "$RUN_DIR/evaluated.jsonl" \
-        --evaluator ray --ray-address auto --pass-n "$SAMPLES" --no-progress
-    tcobalt report "$RUN_DIR/evaluated.jsonl" --labels "tiny-warm" --out-dir "$RUN_DIR/report" --pass-n "$SAMPLES" \
+        --evaluator ray --ray-address auto --no-progress
+    tcobalt report "$RUN_DIR/evaluated.jsonl" --labels "tiny-warm" --out-dir "$RUN_DIR/report" \
         --note "tiny Qwen3 (hidden $TINY_HIDDEN, $TINY_LAYERS layers, warm-started), $VLLM_BACKEND in Ray Serve, $N_PROBLEMS LeetCode problems"
     cat "$RUN_DIR/report/pass_at_1.md"
 }

@@ -56,7 +56,7 @@ cobalt_rows() {
     local dir="$WORK/prompts/$sub"
     rm -rf "$dir" && mkdir -p "$dir"
     cat "$@" > "$dir/records.jsonl"
-    tcobalt eval --input "$dir/records.jsonl" --output "$dir/evaluated.jsonl" --pass-n "$ROLLOUT_SAMPLES" --no-progress
+    tcobalt eval --input "$dir/records.jsonl" --output "$dir/evaluated.jsonl" --no-progress
     tcobalt build-prompts --input "$dir/evaluated.jsonl" --output "$dir/train.jsonl" --model-name "$(model_dir)" --no-progress
     tcobalt build-prompts --input "$dir/evaluated.jsonl" --output "$dir/val.jsonl" --model-name "$(model_dir)" --is-test --no-progress
     [[ -s "$dir/train.jsonl" ]] || { echo "build-prompts: no prompt rows for $sub"; return 1; }
@@ -208,9 +208,9 @@ do_compare() {
         tcobalt rollout --engine "$ROLLOUT_ENGINE" --model "$model" --input "$WARM_DIR/problems.jsonl" --limit 8 \
             --samples "$ROLLOUT_SAMPLES" --turns 2 --max-tokens "$ROLLOUT_TOKENS" --temperature 1.0 --seed 0 \
             --evaluator embedded --output "$dir/$label.jsonl" --no-progress
-        tcobalt eval --input "$dir/$label.jsonl" --output "$dir/$label.evaluated.jsonl" --pass-n "$ROLLOUT_SAMPLES" --no-progress
+        tcobalt eval --input "$dir/$label.jsonl" --output "$dir/$label.evaluated.jsonl" --no-progress
     done
-    tcobalt report "$dir/base.evaluated.jsonl" "$dir/trained.evaluated.jsonl" --labels base trained --pass-n "$ROLLOUT_SAMPLES" \
+    tcobalt report "$dir/base.evaluated.jsonl" "$dir/trained.evaluated.jsonl" --labels base trained \
         --out-dir "$dir/report" --note "tiny Qwen3 (hidden $TINY_HIDDEN, $TINY_LAYERS layers): warm-started vs after GRPO (Cobalt, 3 steps)"
     cat "$dir/report/pass_at_1.md"
 }

@@ -95,11 +95,17 @@ async def _main(args: argparse.Namespace) -> int:
     from cobalt.execution.base import ExecOptions, TestCases
     from cobalt.execution.client import EvaluatorClient
     from cobalt.execution.sandbox import SandboxUnavailable
+    from cobalt.io import resume_settings, run_settings, save_settings
     from cobalt.profile import profile_from_args
 
     started = time.perf_counter()
     profile = str(profile_from_args(args))
     work = args.work_dir
+    settings = run_settings(args, profile=profile)
+    refused = resume_settings(work / "rollout.jsonl", settings)
+    if refused:
+        print(f"cobalt demo: {refused}", file=sys.stderr)
+        return 2
     work.mkdir(parents=True, exist_ok=True)
     client = EvaluatorClient.embedded(max_concurrency=args.workers, sandbox="none" if args.no_sandbox else "bwrap",
                                       options=ExecOptions(profile=profile, allow_packages=True))
@@ -153,6 +159,7 @@ async def _main(args: argparse.Namespace) -> int:
           f"{'greedy' if args.temperature == 0 else 'temperature 0.6, top-p 0.95'}, {args.max_tokens} new tokens)")
 
     # 3-4. rollout
+    save_settings(work / "rollout.jsonl", "cobalt demo", settings, extra={"samples": args.samples, "profile": profile})
     ok = await _rollout(args, engine, client, work, problems_path, profile, leet)
     await engine.aclose()
     if not ok:
@@ -166,22 +173,25 @@ async def _main(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     stats = EvalStats()
     evaluated = work / "eval.jsonl"
+    save_settings(evaluated, "cobalt demo", {"input": os.path.abspath(work / "rollout.jsonl"), "profile": profile})
     with JsonlAppender(evaluated) as out:
         errors = await evaluate_file(work / "rollout.jsonl", out.write, client, profile=profile, enable_thinking=None,
                                      history_max_chars=6000, max_problems=8, done={str(d) for d in out.done},
                                      stats=stats)
-    n_used = args.samples
-    summary = summarize(evaluated, profile=profile, pass_n=n_used)
+    summary = summarize(evaluated)
     _line("5 hidden eval", f"{stats.distinct_programs} distinct programs run on the hidden tests, "
           f"{stats.no_code} turns without a program, {len(errors)} errors [{time.perf_counter() - t0:.1f}s]")
 
     # 6. report
     from cobalt.analysis.report import write_report
 
-    note = (f"Model: {label}. n = {n_used} trajectories per problem (the estimator uses the run's own n; the paper "
-            "fixes n = 16 for its 16 samples).")
+    note = (f"Model: {label}. {args.samples} trajectories per problem; the estimator's n is the samples drawn "
+            "for each problem (the paper's 16 samples give its n = 16).")
     report = write_report([evaluated], work / "report", labels=[("tiny random model" if tiny else model)],
-                          profile=profile, pass_n=n_used, title="Cobalt demo: Pass@1 per turn", note=note)
+                          title="Cobalt demo: Pass@1 per turn", note=note)
+    for _, notes in report["notes"]:
+        for line in notes:
+            _line("6 Pass@1", f"note: {line}")
     _line("6 Pass@1", f"per turn (hidden tests), {summary['problems']} problems:")
     for row in report["table"].splitlines():
         print(f"    {row}")

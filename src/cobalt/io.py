@@ -11,6 +11,10 @@
   close) per record, and knows which ids are already done, so a rerun resumes
   where a crash stopped without duplicates. A torn last line left by a crash is
   truncated on open.
+- :func:`resume_settings` / :func:`save_settings` keep a command's flags beside
+  its output (``<output>.config.json``): a rerun whose flags differ from the
+  saved ones is refused with one line naming the flag, so a resumed output
+  never mixes settings; :func:`same_file_error` refuses ``--input X --output X``.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import dataclasses
 import gzip
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -238,3 +243,184 @@ def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+CONFIG_SUFFIX = ".config.json"
+"""Suffix of the file beside an output that keeps the settings it was made with."""
+
+UNSAVED_FLAGS = frozenset({
+    "output", "out_dir", "work_dir", "no_progress",
+    # scope: how many records this call takes on, never how each is made
+    "limit",
+    # concurrency: how much runs at once, never what comes out
+    "max_problems", "max_requests", "eval_concurrency", "workers", "concurrency", "max_in_flight", "batch_size",
+    "window",
+    # transport: how long a caller waits or retries; a call that fails is an error, never a result
+    "timeout", "eval_timeout", "max_retries", "retries", "backoff",
+    # placement of the model on the hardware
+    "device", "tensor_parallel_size",
+    # free-form KEY=VALUE engine options may carry a key or an address
+    "engine_option",
+})
+"""Flags never saved nor compared on resume (addresses and credentials are recognised by name)."""
+
+_ADDRESS_OR_SECRET = re.compile(r"(^|_)(address|url|host|port|region_name|key|key_id|secret|secret_access_key|"
+                                r"password|token|api_key)$")
+
+
+def config_path(output: str | os.PathLike) -> Path:
+    """``<output>.config.json``: where the settings of the run that made ``output`` are kept."""
+    output = Path(output)
+    return output.with_name(output.name + CONFIG_SUFFIX)
+
+
+def saved_flag(name: str) -> bool:
+    """True when flag ``name`` (argparse dest) is saved beside the output and must agree on resume.
+
+    >>> [saved_flag(n) for n in ("seed", "no_progress", "ray_address", "api_key", "max_new_tokens", "base_url")]
+    [True, False, False, False, True, False]
+    """
+    return name not in UNSAVED_FLAGS and not _ADDRESS_OR_SECRET.search(name)
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return str(value)
+
+
+def run_settings(args: Any, **resolved: Any) -> dict:
+    """The saved settings of a run: every saved flag of ``args`` (see :func:`saved_flag`), then ``resolved``.
+
+    ``resolved`` replaces flags whose parsed value is not what the run uses
+    (``profile=None`` resolved from the environment, an input path made absolute).
+    Paths of ``input``-like flags that exist are saved absolute so a rerun from
+    another folder compares equal (a hub data set name stays as given).
+    """
+    out = {}
+    for name, value in sorted(vars(args).items()):
+        if not saved_flag(name):
+            continue
+        if (name in ("input", "data", "first_turn_from", "template_dir", "problems")
+                and isinstance(value, (str, os.PathLike)) and os.path.exists(value)):
+            value = os.path.abspath(value)
+        out[name] = _jsonable(value)
+    out.update({k: _jsonable(v) for k, v in resolved.items()})
+    return out
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def resume_settings(output: str | os.PathLike, settings: Mapping[str, Any]) -> str | None:
+    """One line naming the first setting that differs from the run that made ``output``, else None.
+
+    Only an ``output`` that holds records is checked (an empty or missing one
+    starts over); a setting the earlier run did not save is not compared.
+    """
+    output = Path(output)
+    path = config_path(output)
+    if not output.exists() or output.stat().st_size == 0 or not path.exists():
+        return None
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8")).get("settings")
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return f"{path}: unreadable, so {output} cannot be resumed safely; delete both to start over"
+    if not isinstance(saved, Mapping):
+        return None
+    for name in sorted(settings):
+        if name in saved and saved[name] != _jsonable(settings[name]):
+            return (f"{output} was made with {_flag(name)} {saved[name]!r}, this run has {settings[name]!r}: "
+                    f"rerun with {_flag(name)} {saved[name]!r}, or use another --output")
+    return None
+
+
+def save_settings(output: str | os.PathLike, command: str, settings: Mapping[str, Any],
+                  extra: Mapping[str, Any] | None = None) -> None:
+    """Write ``settings`` (and ``extra`` keys) into ``<output>.config.json``, keeping its other keys."""
+    path = config_path(output)
+    current: dict = {}
+    if path.exists():
+        try:
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+            current = loaded if isinstance(loaded, dict) else {}
+        except (OSError, json.JSONDecodeError):
+            current = {}
+    current.update({"command": command, "settings": _jsonable(dict(settings))})
+    current.update(extra or {})
+    write_json_atomic(path, current)
+
+
+def same_file_error(inputs: Iterable[str | os.PathLike | None], output: str | os.PathLike) -> str | None:
+    """One line when ``output`` is one of ``inputs`` (reading and appending one file), else None."""
+    out = Path(output)
+    for item in inputs:
+        if item is None:
+            continue
+        src = Path(item)
+        same = (src.exists() and out.exists() and os.path.samefile(src, out)) or src.resolve() == out.resolve()
+        if same:
+            return f"{output}: the output is also an input; write to another --output"
+    return None
+
+
+def resume_guard(args: Any, inputs: Iterable[str | os.PathLike | None], **resolved: Any) -> tuple[dict, str | None]:
+    """``(settings, error)`` of a command about to append to ``args.output``.
+
+    ``settings`` is :func:`run_settings` of ``args`` (with ``resolved``);
+    ``error`` is one line when the output is also an input or was made with
+    other settings (:func:`same_file_error`, :func:`resume_settings`), else
+    None. Save ``settings`` with :func:`save_settings` once the run starts.
+    """
+    settings = run_settings(args, **resolved)
+    error = same_file_error(inputs, args.output) or resume_settings(args.output, settings)
+    return settings, error
+
+
+def check_unique_id(rid: Any, seen: dict, *, path: str | os.PathLike, line: int) -> None:
+    """Note that id ``rid`` is at ``line`` of ``path``; a :class:`RecordError` naming both lines when it was seen."""
+    if rid is None:
+        return
+    key = json.dumps(rid, sort_keys=True)
+    if key in seen:
+        raise RecordError(path, line, "id", f"duplicate problem id {rid!r} (first at line {seen[key]}); "
+                          "each problem must appear once")
+    seen[key] = line
+
+
+def count_unique_records(path: str | os.PathLike, id_field: str = "id") -> int:
+    """The number of records of a JSONL input; :class:`RecordError` on a bad line or an id seen twice (file:line).
+
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as fh:
+    ...     _ = fh.write('{"id": "a"}\\n{"id": "b"}\\n{"id": "a"}\\n')
+    >>> count_unique_records(fh.name)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    cobalt.io.RecordError: ...:3: field 'id': duplicate problem id 'a' (first at line 1); each problem must appear once
+    >>> os.unlink(fh.name)
+    """
+    return count_unique(iter_jsonl(path), path, id_field)
+
+
+def count_unique(records: Iterable[tuple[int, Any]], path: str | os.PathLike, id_field: str = "id") -> int:
+    """The number of ``(line, record)`` pairs of ``records`` (read from ``path``); :class:`RecordError`
+    when an id comes twice (records that are not objects are counted, not checked)."""
+    seen: dict = {}
+    count = 0
+    for line, record in records:
+        count += 1
+        if isinstance(record, Mapping):
+            check_unique_id(record.get(id_field), seen, path=path, line=line)
+    return count
+
+
+def empty_input_warning(command: str, path: str | os.PathLike) -> str:
+    """The one-line warning of a command whose input holds no records (it then exits 1)."""
+    return f"{command}: warning: {path} holds no records; nothing to do"

@@ -16,10 +16,10 @@ REPO = Path(__file__).resolve().parents[2]
 TOKENIZER = REPO.parent / "shared" / "data" / "qwen3_tokenizer"
 
 
-def _demo(work: Path) -> subprocess.CompletedProcess:
+def _demo(work: Path, *extra: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), COBALT_QWEN3_TOKENIZER=str(TOKENIZER), HF_HUB_OFFLINE="1")
     return subprocess.run([sys.executable, "-m", "cobalt", "demo", "--work-dir", str(work), "--limit", "4",
-                           "--max-tokens", "24", "--turns", "2", "--samples", "2"],
+                           "--max-tokens", "24", "--turns", "2", "--samples", "2", *extra],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
 
 
@@ -61,3 +61,35 @@ def test_demo_whole_loop_with_the_tiny_model(tmp_path):
     again = _demo(work)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert [json.loads(x) for x in (work / "eval.jsonl").read_text().splitlines()] == records
+
+    # one Pass@1 for one file: the demo's printed table is the one `cobalt report` and `cobalt eval` print
+    demo_rows = _table_rows(out.stdout)
+    assert demo_rows and demo_rows[0].startswith("| 0 |")
+    report = _cobalt("report", str(work / "eval.jsonl"), "--out-dir", str(tmp_path / "r"))
+    assert report.returncode == 0, report.stderr[-3000:]
+    assert _table_rows(report.stdout) == demo_rows
+    evaluated = _cobalt("eval", "--input", str(work / "rollout.jsonl"), "--output", str(tmp_path / "e.jsonl"),
+                        "--no-progress")
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    assert _table_rows(evaluated.stdout) == demo_rows
+    # each states n and the profile the file was made with, with the min and max samples
+    caption = "4 problems, n = 2 (samples per problem: min 2, max 2), profile paper"
+    assert caption in out.stdout and caption in report.stdout and caption in evaluated.stdout
+
+    # a rerun with another setting is refused with one line naming it; the output is untouched
+    changed = _demo(work, "--samples", "3")
+    assert changed.returncode == 2
+    assert "was made with --samples 2, this run has 3" in changed.stderr
+    assert [json.loads(x) for x in (work / "eval.jsonl").read_text().splitlines()] == records
+
+
+def _table_rows(text: str) -> list[str]:
+    """The Pass@1 rows (turn, Pass@1, change) of a printed table, wherever it is indented."""
+    return [line.strip() for line in text.splitlines() if line.strip().startswith("| ") and
+            line.strip()[2:3].isdigit()]
+
+
+def _cobalt(*argv: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), HF_HUB_OFFLINE="1")
+    return subprocess.run([sys.executable, "-m", "cobalt", *argv], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=600)

@@ -82,3 +82,29 @@ async def test_key_and_base_url_from_environment(engine_name, openai_server, mon
     assert len(openai_server.chat_requests()) >= 1
     assert {r.headers["authorization"] for r in openai_server.requests} == {f"Bearer sk-from-env-{engine_name}"}
     assert engine.describe()["base_url"] == openai_server.base_url
+
+
+@pytest.mark.parametrize("body, what", [
+    ({"id": "x", "object": "chat.completion", "created": 0, "model": "test-model", "choices": []}, "no choices"),
+    ({"id": "x", "object": "chat.completion", "created": 0, "model": "test-model"}, "no choices"),
+    ({"id": "x", "object": "chat.completion", "created": 0, "model": "test-model",
+      "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": None}}]},
+     "content: null"),
+])
+async def test_malformed_reply_is_an_engine_error_naming_engine_and_url(engine_name, openai_server, body, what):
+    # A 200 reply without text is the server failing, never an empty response.
+    openai_server.reply_next(body)
+    engine = _engine(engine_name, openai_server, max_retries=0)
+    with pytest.raises(EngineError) as info:
+        await engine.generate([CONV_B], SamplingParams())
+    await engine.aclose()
+    message = str(info.value)
+    # LiteLLM refuses a reply without a choices key itself; the engine still names itself and the URL
+    assert what in message or (engine_name == "litellm" and "provider returned" in message.lower())
+    assert f"{engine_name} engine" in message
+    assert f"127.0.0.1:{openai_server.port}" in message
+    # the next, well-formed reply is a completion again
+    engine = _engine(engine_name, openai_server, max_retries=0)
+    [[c]] = await engine.generate([CONV_B], SamplingParams())
+    await engine.aclose()
+    assert c.text.startswith("answer 0")

@@ -229,3 +229,20 @@ def test_the_paper_scripts_on_a_perturbed_single_turn_output(study):
     assert cobalt_main(["extract-hacking", "--data", str(ptb_single), "--input", str(evaluated), "--output", str(cases),
                         "--profile", "cobalt", "--no-progress"]) == 0
     assert [c["id"] for c in _lines(cases)] == [f"{a.task_id}/s0/t1"]
+
+
+@pytest.mark.parametrize("change, flag", [(["--shown", "any"], "--shown"), (["--profile", "paper"], "--profile")])
+def test_extract_hacking_rerun_with_another_setting_is_refused(study, change, flag):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    before = study["cases"].read_bytes()
+    argv = ["extract-hacking", "--data", str(study["work"] / "ptb.jsonl"), "--input", str(study["evaluated"]),
+            "--output", str(study["cases"]), "--profile", "cobalt", "--run-name", "ptb", "--no-progress"]
+    proc = subprocess.run([sys.executable, "-m", "cobalt", *argv, *change], cwd=repo, capture_output=True,
+                          text=True, env=dict(os.environ, PYTHONPATH=str(repo / "src")), timeout=300)
+    assert proc.returncode == 2 and flag in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert study["cases"].read_bytes() == before

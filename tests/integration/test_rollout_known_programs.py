@@ -175,7 +175,7 @@ def test_hidden_eval_and_pass_at_1(setup, profile):
     assert hidden == [[1.0, 1.0, 1.0], [0.0, memo, 1.0], [0.0, 0.0, 0.0], [s3_turn0, 1.0, 1.0]]
     summary = json.loads((work / f"eval-{profile}.jsonl.summary.json").read_text())
     correct = [1 + int(s3_turn0 == 1.0), 2 + int(memo == 1.0), 3]
-    n = 16 if profile == "paper" else 4  # the original fixes n at 16
+    n = 4  # the samples drawn for the problem, in both profiles
     assert summary["pass_at_1"] == pytest.approx([c / n for c in correct])
     assert summary["change_vs_turn0_percent"][2] == pytest.approx(round((3 - correct[0]) / correct[0] * 100, 2))
     # the evaluated records feed build-prompts unchanged (the inference-record schema)
@@ -193,7 +193,7 @@ def test_report_of_two_runs(setup):
         if not (work / f"eval-{profile}.jsonl").exists():
             pytest.skip("runs after the eval test")
     rc = cobalt_main(["report", str(work / "eval-paper.jsonl"), str(work / "eval-cobalt.jsonl"), "--labels",
-                      "history-program", "response-program", "--out-dir", str(work / "report"), "--profile", "cobalt"])
+                      "history-program", "response-program", "--out-dir", str(work / "report")])
     assert rc == 0
     csv_rows = (work / "report" / "pass_at_1.csv").read_text().splitlines()
     assert csv_rows[0].startswith("run,turn,pass_at_1_percent")
@@ -202,5 +202,8 @@ def test_report_of_two_runs(setup):
     assert csv_rows[4].startswith("response-program,0,50.0000")
     md = (work / "report" / "pass_at_1.md").read_text()
     assert "| 2 | 75.00 | +200.0% | 75.00 | +50.0% |" in md
+    # each run states n and the profile its file was made with (not a flag of report)
+    assert "history-program: 1 problems, n = 4 (samples per problem: min 4, max 4), profile paper" in md
+    assert "response-program: 1 problems, n = 4 (samples per problem: min 4, max 4), profile cobalt" in md
     with Image.open(work / "report" / "pass_at_1.png") as img:
         assert img.size[0] > 300 and img.size[1] > 200

@@ -90,4 +90,4 @@ def test_resume_refuses_other_settings(tmp_path, leetcode_problems):
         other = [*cmd[:cmd.index("--samples") + 1], "3", *cmd[cmd.index("--samples") + 2:]]
         again = subprocess.run(other, cwd=REPO, env=env, capture_output=True, timeout=120)
     assert again.returncode == 2
-    assert b"samples: 2 -> 3" in again.stderr
+    assert b"was made with --samples 2, this run has 3" in again.stderr

@@ -61,7 +61,9 @@ def test_single_then_multi_turn_then_eval(tmp_path, leetcode_problems):
     (e_rec,) = [json.loads(x) for x in evaluated.read_text().splitlines()]
     assert [[t["hidden_pass_rate"] for t in s["turns"]] for s in e_rec["samples"]] == [[0.0, 1.0, 1.0]] * 2
     summary = json.loads((tmp_path / "eval.jsonl.summary.json").read_text())
-    assert summary["pass_at_1"] == pytest.approx([0.0, 2 / 16, 2 / 16])  # the paper's fixed n = 16
-    assert "| 1 | 12.50 |" in ev.stdout
+    # n = the 2 samples drawn for the problem (the original's fixed 16 would show 2/16)
+    assert summary["pass_at_1"] == pytest.approx([0.0, 1.0, 1.0])
+    assert summary["samples_min"] == summary["samples_max"] == summary["run_samples"] == 2
+    assert "| 1 | 100.00 |" in ev.stdout
     config = (tmp_path / "multi.jsonl.config.json").read_text()
     assert "sk-from-flag" not in config

@@ -72,8 +72,9 @@ class RecordedRequest:
 
 @dataclass
 class _Fault:
-    kind: str  # "status" | "slow" | "drop"
+    kind: str  # "status" | "slow" | "drop" | "body"
     status: int = 0
+    body: Any = None
     seconds: float = 0.0
     retry_after: float | None = None
     message: str = ""
@@ -157,6 +158,11 @@ class OpenAIServer:
         """Close the connection of the next ``times`` chat requests without answering."""
         with self._lock:
             self._faults.extend(_Fault("drop") for _ in range(times))
+
+    def reply_next(self, body: Any, times: int = 1) -> None:
+        """Answer the next ``times`` chat requests with HTTP 200 and ``body`` as is (a malformed reply)."""
+        with self._lock:
+            self._faults.extend(_Fault("body", body=body) for _ in range(times))
 
     def chat_requests(self) -> list[RecordedRequest]:
         """The recorded chat-completion requests, in arrival order."""
@@ -271,6 +277,9 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "drop":
             self.close_connection = True
             self.connection.close()
+            return True
+        if fault is not None and fault.kind == "body":
+            self._send_json(200, fault.body)
             return True
         if fault is not None and fault.kind == "status":
             headers = {} if fault.retry_after is None else {"Retry-After": str(fault.retry_after)}

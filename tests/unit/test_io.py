@@ -99,3 +99,32 @@ def test_counts_dict_keeps_every_count_and_the_first_errors():
     assert out["errors"] == tally.errors[:MAX_SAVED_ERRORS] and len(out["errors"]) == 100
     assert len(tally.errors) == 150  # the run's own list is left whole
     json.dumps(out)
+
+
+def test_settings_saved_compared_and_refused_by_name(tmp_path):
+    import argparse
+
+    from cobalt.io import config_path, resume_guard, save_settings
+
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"id": 1}\n')
+    out = tmp_path / "out.jsonl"
+    args = argparse.Namespace(input=str(src), output=str(out), seed=1, no_progress=True, max_problems=4,
+                              ray_address="auto", api_key="sk-secret", base_url="http://h:1/v1", max_new_tokens=9)
+    settings, error = resume_guard(args, [args.input])
+    assert error is None
+    assert settings == {"input": str(src.resolve()), "seed": 1, "max_new_tokens": 9}
+    save_settings(out, "cobalt x", settings)
+    assert "sk-secret" not in config_path(out).read_text()
+    # an empty output starts over whatever its settings were
+    args.seed = 2
+    assert resume_guard(args, [args.input])[1] is None
+    out.write_text('{"id": 1}\n')
+    error = resume_guard(args, [args.input])[1]
+    assert error == f"{out} was made with --seed 1, this run has 2: rerun with --seed 1, or use another --output"
+    # flags that are not saved may change
+    args.seed, args.max_problems, args.no_progress, args.api_key = 1, 64, False, "sk-other"
+    assert resume_guard(args, [args.input])[1] is None
+    # the output as an input
+    args.output = str(src)
+    assert "the output is also an input" in resume_guard(args, [args.input])[1]

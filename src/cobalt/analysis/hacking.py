@@ -411,10 +411,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``cobalt extract-hacking``."""
-    from cobalt.io import write_json_atomic
+    from cobalt.io import empty_input_warning, resume_guard, save_settings, write_json_atomic
 
     profile = profile_from_args(args)
     output = Path(args.output)
+    settings, refused = resume_guard(args, [args.data, args.input], profile=str(profile))
+    if refused:
+        print(f"cobalt extract-hacking: {refused}", file=sys.stderr)
+        return 2
+    save_settings(output, "cobalt extract-hacking", settings)
     try:
         summary = extract_file(args.data, args.input, output, profile=profile, shown=args.shown,
                                run=args.run_name, progress=not args.no_progress)
@@ -427,4 +432,7 @@ def run(args: argparse.Namespace) -> int:
     print(format_summary(summary, output))
     for err in summary.errors[:20]:
         print(f"  {err}", file=sys.stderr)
-    return 1 if summary.records_read and not summary.records_valid else 0
+    if not summary.records_read:
+        print(empty_input_warning("cobalt extract-hacking", args.input), file=sys.stderr)
+        return 1
+    return 1 if not summary.records_valid else 0

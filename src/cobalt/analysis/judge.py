@@ -340,7 +340,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``cobalt judge``."""
     from cobalt.engines import EngineError, SamplingParams
     from cobalt.engines.cli import engine_from_args
-    from cobalt.io import JsonlAppender, write_json_atomic
+    from cobalt.io import JsonlAppender, resume_guard, save_settings, write_json_atomic
     from cobalt.prompts import load_template
 
     profile = profile_from_args(args)
@@ -364,6 +364,11 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, EngineError) as exc:
         print(f"cobalt judge: {exc}", file=sys.stderr)
         return 2
+    settings, refused = resume_guard(args, [input_path], profile=profile.value)
+    if refused:
+        print(f"cobalt judge: {refused}", file=sys.stderr)
+        return 2
+    save_settings(output, "cobalt judge", settings)
     summary = JudgeSummary(profile.value)
     with JsonlAppender(output) as out:
         todo = read_cases(input_path, summary, out.done)

@@ -4,7 +4,10 @@ Input: evaluated inference records (the output of ``cobalt eval``), one file per
 run. Output, in ``--out-dir``: ``pass_at_1.md`` (markdown table: Pass@1 per turn
 and its change against turn 0 as a percentage of turn 0, one column pair per
 run), ``pass_at_1.csv`` (one row per run and turn) and ``pass_at_1.png`` (Pass@1
-against the turn, runs overlaid, as in the paper's figures).
+against the turn, runs overlaid, as in the paper's figures). Each run's table
+is the one ``cobalt eval`` printed for its file (n = the samples drawn for each
+problem; the profile is the one the file was made with, read from the file);
+what a table left out is printed on stderr and listed under it.
 """
 from __future__ import annotations
 
@@ -13,8 +16,6 @@ import csv
 import sys
 from pathlib import Path
 from typing import Sequence
-
-from cobalt.profile import add_profile_argument
 
 REPORT_STEM = "pass_at_1"
 
@@ -27,42 +28,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out-dir", required=True, help="folder for pass_at_1.md, .csv and .png")
     parser.add_argument("--title", default="Pass@1 per turn", help="plot title")
     parser.add_argument("--note", default=None, help="a line printed under the table (e.g. what the model is)")
-    parser.add_argument("--pass-n", type=int, default=None,
-                        help="n of the estimator (default: 16 under --profile paper, each problem's own count under cobalt)")
-    add_profile_argument(parser)
 
 
-def load_table(path: str | Path, *, profile: str, pass_n: int | None):
-    """The :class:`cobalt.evaluation.passk.PassTable` of one evaluated records file."""
-    from cobalt.evaluation.passk import estimator_n, pass_table
-    from cobalt.io import RecordError, iter_jsonl
+def load_table(path: str | Path):
+    """The :class:`cobalt.evaluation.passk.PassTable` of one evaluated records file (as ``cobalt eval`` makes it)."""
+    from cobalt.evaluation.passk import load_pass_table
 
-    records = []
-    for line, rec in iter_jsonl(path):
-        if not isinstance(rec, dict) or not isinstance(rec.get("samples"), list):
-            raise RecordError(path, line, "samples", "missing (not an inference record)")
-        for i, sample in enumerate(rec["samples"]):
-            for j, turn in enumerate(sample.get("turns") or []):
-                if "hidden_pass_rate" not in turn:
-                    raise RecordError(path, line, f"samples[{i}].turns[{j}].hidden_pass_rate",
-                                      "missing: run cobalt eval on this file first")
-        records.append(rec)
-    return pass_table(records, n=estimator_n(profile, pass_n))
+    return load_pass_table(path)
 
 
 def write_csv(path: Path, tables: Sequence[tuple[str, object]]) -> None:
-    """One row per run and turn: run, turn, pass_at_1 (percent), change vs turn 0 (percent), problems, n."""
+    """One row per run and turn: run, turn, pass_at_1 (percent), change vs turn 0 (percent), problems,
+    the fewest and most samples per problem (the estimator's n) and the file's profile."""
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(["run", "turn", "pass_at_1_percent", "change_vs_turn0_percent", "mean_hidden_pass_rate",
-                         "problems", "n"])
+                         "problems", "samples_min", "samples_max", "profile"])
         for label, table in tables:
             changes = table.change_vs_turn0()
             for t in range(table.turns):
                 writer.writerow([label, t, f"{100 * table.pass_at_1[t]:.4f}",
                                  "" if changes[t] is None else f"{changes[t]:.4f}",
                                  f"{table.mean_hidden_pass_rate[t]:.6f}", table.problems,
-                                 table.n if table.n is not None else "per-problem"])
+                                 table.samples_min, table.samples_max, table.profile or ""])
 
 
 def plot(path: Path, tables: Sequence[tuple[str, object]], title: str) -> None:
@@ -76,7 +64,7 @@ def plot(path: Path, tables: Sequence[tuple[str, object]], title: str) -> None:
     markers = "osD^v<>p*h"
     for i, (label, table) in enumerate(tables):
         ax.plot(range(table.turns), [100 * v for v in table.pass_at_1], marker=markers[i % len(markers)],
-                label=label)
+                label=f"{label} ({table.n_text()}, profile {table.profile or 'not recorded'})")
     ax.set_xlabel("turn (0 = first program)")
     ax.set_ylabel("Pass@1 (%)")
     ax.set_title(title)
@@ -90,22 +78,20 @@ def plot(path: Path, tables: Sequence[tuple[str, object]], title: str) -> None:
 
 
 def write_report(runs: Sequence[str | Path], out_dir: str | Path, *, labels: Sequence[str] | None = None,
-                 profile: str = "paper", pass_n: int | None = None, title: str = "Pass@1 per turn",
-                 note: str | None = None) -> dict:
+                 title: str = "Pass@1 per turn", note: str | None = None) -> dict:
     """Write the markdown table, CSV and PNG for ``runs``; return their paths and the markdown."""
     from cobalt.evaluation.passk import format_table
 
     if labels is not None and len(labels) != len(runs):
         raise ValueError(f"{len(labels)} labels for {len(runs)} runs")
     labels = list(labels) if labels is not None else [Path(r).name.split(".")[0] for r in runs]
-    tables = [(label, load_table(run, profile=profile, pass_n=pass_n)) for label, run in zip(labels, runs)]
+    tables = [(label, load_table(run)) for label, run in zip(labels, runs)]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     body = format_table(tables)
     lines = [f"# {title}", "", body, ""]
     for label, table in tables:
-        n = table.n if table.n is not None else "each problem's own sample count"
-        lines.append(f"- {label}: {table.problems} problems, n = {n} (profile {profile})")
+        lines += [f"- {label}: {line}" for line in table.notes()]
     if note:
         lines += ["", note]
     markdown = "\n".join(lines) + "\n"
@@ -113,25 +99,31 @@ def write_report(runs: Sequence[str | Path], out_dir: str | Path, *, labels: Seq
     md_path.write_text(markdown, encoding="utf-8")
     write_csv(csv_path, tables)
     plot(png_path, tables, title)
-    return {"markdown": markdown, "table": body, "md": str(md_path), "csv": str(csv_path), "png": str(png_path),
+    return {"markdown": markdown, "table": body, "notes": [(label, t.notes()) for label, t in tables], "md": str(md_path), "csv": str(csv_path), "png": str(png_path),
             "tables": {label: table.to_dict() for label, table in tables}}
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``cobalt report``."""
-    from cobalt.io import RecordError
-    from cobalt.profile import profile_from_args
+    from cobalt.io import RecordError, count_unique_records, empty_input_warning
 
     for path in args.runs:
         if not Path(path).exists():
             print(f"cobalt report: {path}: no such file", file=sys.stderr)
             return 2
     try:
-        result = write_report(args.runs, args.out_dir, labels=args.labels, profile=str(profile_from_args(args)),
-                              pass_n=args.pass_n, title=args.title, note=args.note)
+        empty = [path for path in args.runs if count_unique_records(path) == 0]
+        if empty:
+            for path in empty:
+                print(empty_input_warning("cobalt report", path), file=sys.stderr)
+            return 1
+        result = write_report(args.runs, args.out_dir, labels=args.labels, title=args.title, note=args.note)
     except (RecordError, ValueError) as exc:
         print(f"cobalt report: {exc}", file=sys.stderr)
         return 1
+    for label, notes in result["notes"]:
+        for line in notes:
+            print(f"cobalt report: note: {label}: {line}", file=sys.stderr)
     print(result["markdown"])
     print(f"wrote {result['md']}, {result['csv']}, {result['png']}", file=sys.stderr)
     return 0

@@ -36,6 +36,7 @@ import binascii
 import io
 import json
 import pickle
+import sys
 import zlib
 from collections import Counter
 from pathlib import Path
@@ -368,10 +369,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``cobalt preproc-lcb``."""
-    from cobalt.io import write_json_atomic
+    from cobalt.io import resume_guard, save_settings, write_json_atomic
 
     output = Path(args.output)
     profile = profile_from_args(args)
+    settings, refused = resume_guard(args, [args.input], profile=profile.value)
+    if refused:
+        print(f"cobalt preproc-lcb: {refused}", file=sys.stderr)
+        return 2
+    save_settings(output, "cobalt preproc-lcb", settings)
     paper = profile is Profile.PAPER
     functional = args.functional or ("stdin" if paper else "call")
     starter = args.starter_code or ("omit" if paper else "append")

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -227,13 +228,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``cobalt perturb``."""
-    from cobalt.io import write_json_atomic
+    from cobalt.io import count_unique, empty_input_warning, resume_guard, save_settings, write_json_atomic
 
     output = Path(args.output)
+    settings, refused = resume_guard(args, [args.input])
+    if refused:
+        print(f"cobalt perturb: {refused}", file=sys.stderr)
+        return 2
+    try:
+        count_unique(iter_local_records(args.input), args.input)
+    except (RecordError, FileNotFoundError) as exc:
+        print(f"cobalt perturb: {exc}", file=sys.stderr)
+        return 1
+    save_settings(output, "cobalt perturb", settings)
     summary = perturb_file(args.input, output, seed=args.seed, field=args.field, progress=not args.no_progress)
     write_json_atomic(output.with_name(output.name + ".summary.json"),
                       {**summary.to_dict(), "seed": args.seed, "source": str(args.input)})
     print(summary.format(f"perturbed -> {output}"))
     for err in summary.errors[:20]:
         print(f"  {err}")
+    if summary.total == 0:
+        print(empty_input_warning("cobalt perturb", args.input), file=sys.stderr)
+        return 1
     return 0

@@ -43,6 +43,7 @@ import argparse
 import asyncio
 import json
 import re
+import sys
 from collections import Counter, deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -584,7 +585,14 @@ def evaluator_client(cfg: TacoConfig, concurrency: int | None = None):
 
 def run(args: argparse.Namespace) -> int:
     """Run ``cobalt preproc-taco``."""
+    from cobalt.io import resume_guard, save_settings
+
     cfg = config_from_args(args)
+    settings, refused = resume_guard(args, [args.input], profile=str(cfg.profile))
+    if refused:
+        print(f"cobalt preproc-taco: {refused}", file=sys.stderr)
+        return 2
+    save_settings(args.output, "cobalt preproc-taco", settings)
     client = evaluator_client(cfg, args.concurrency)
     output = Path(args.output)
     summary = asyncio.run(clean_file(args.input, output, cfg, client, split=args.split, limit=args.limit,

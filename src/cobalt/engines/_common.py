@@ -11,7 +11,7 @@ import re
 from typing import Any, Awaitable, Callable, Iterable, Sequence, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from cobalt.engines.base import Completion, SamplingParams
+from cobalt.engines.base import Completion, EngineError, SamplingParams
 
 T = TypeVar("T")
 
@@ -100,18 +100,20 @@ REQUEST_SEED_STRIDE = 1_000_003
 
 
 async def chat_completions_in_requests(sizes: Sequence[int], seed: int | None,
-                                       send: Callable[[int, int | None], Awaitable[Any]]) -> list[Completion]:
+                                       send: Callable[[int, int | None], Awaitable[Any]],
+                                       error: Callable[[str], Exception] | None = None) -> list[Completion]:
     """One conversation's samples from one chat request per entry of ``sizes`` (see :func:`split_n`).
 
     ``send(n, seed)`` returns the awaitable of one OpenAI-format chat response
     with ``n`` choices; request ``k`` gets seed ``seed + k * REQUEST_SEED_STRIDE``
     (None stays None). The requests run concurrently (the first failure cancels
-    the others); the completions come back in request order.
+    the others); the completions come back in request order. ``error`` makes
+    the engine's error (naming the engine and its URL) for a malformed reply.
     """
     calls = [send(size, None if seed is None else seed + k * REQUEST_SEED_STRIDE) for k, size in enumerate(sizes)]
     out: list[Completion] = []
     for resp in await gather_or_cancel(calls):
-        out.extend(completions_from_chat_response(resp))
+        out.extend(completions_from_chat_response(resp, error=error))
     return out
 
 
@@ -209,18 +211,21 @@ def chat_prompt(tokenizer: Any, conversation: Sequence[Any], enable_thinking: bo
                                          add_generation_prompt=True, **kwargs)
 
 
-def completions_from_chat_response(resp: Any) -> list[Completion]:
+def completions_from_chat_response(resp: Any, *, error: Callable[[str], Exception] | None = None) -> list[Completion]:
     """The completions of one OpenAI-format chat response (``openai`` or LiteLLM objects).
 
     Per-choice token counts come from logprobs when given; otherwise, with several
     choices, the response's total is apportioned by text length and marked
-    ``extra.completion_tokens_estimated``.
+    ``extra.completion_tokens_estimated``. A reply without choices, or with a
+    choice whose message content is null, raises ``error(what)`` (default
+    :class:`EngineError`): the server did not do its job, so it is never an
+    empty response.
     """
-    choices = sorted(resp.choices, key=lambda c: c.index)
+    choices = malformed_reply_check(resp, error or EngineError)
     usage = getattr(resp, "usage", None)
     prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
     total = int(getattr(usage, "completion_tokens", 0) or 0)
-    texts = [(c.message.content or "") if c.message is not None else "" for c in choices]
+    texts = [c.message.content for c in choices]
     exact = [len(c.logprobs.content) if getattr(c, "logprobs", None) is not None and c.logprobs.content is not None
              else None for c in choices]
     estimated = len(choices) > 1 and any(e is None for e in exact)
@@ -240,3 +245,19 @@ def completions_from_chat_response(resp: Any) -> list[Completion]:
         out.append(Completion(text=text, prompt_tokens=prompt_tokens, completion_tokens=count,
                               finish_reason=normalise_finish_reason(raw_reason), extra=extra))
     return out
+
+
+def malformed_reply_check(resp: Any, error: Callable[[str], Exception]) -> list[Any]:
+    """The choices of chat response ``resp`` sorted by index; ``error(what)`` is raised when it has none
+    or when a choice's message content is null."""
+    choices = getattr(resp, "choices", None)
+    if not choices:
+        raise error(f"the reply has no choices (a malformed answer of the server: {first_line(repr(resp), 200)})")
+    choices = sorted(choices, key=lambda c: getattr(c, "index", 0) or 0)
+    for k, choice in enumerate(choices):
+        message = getattr(choice, "message", None)
+        if message is None or getattr(message, "content", None) is None:
+            reason = getattr(choice, "finish_reason", None)
+            raise error(f"choice {k} of the reply has content: null (finish_reason {reason!r}); "
+                        "the server produced no text")
+    return choices

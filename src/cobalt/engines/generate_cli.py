@@ -28,11 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read(path: str) -> list[dict]:
-    from cobalt.io import RecordError, iter_jsonl, require_field
+    from cobalt.io import RecordError, check_unique_id, iter_jsonl, require_field
 
-    records = []
+    records, seen = [], {}
     for line, rec in iter_jsonl(path):
         rid = require_field(rec, "id", (str, int), path=path, line=line)
+        check_unique_id(rid, seen, path=path, line=line)
         messages = require_field(rec, "messages", list, path=path, line=line)
         for k, m in enumerate(messages):
             if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
@@ -41,14 +42,15 @@ def _read(path: str) -> list[dict]:
     return records
 
 
-async def _generate(args: argparse.Namespace, engine, records: list[dict]) -> int:
+async def _generate(args: argparse.Namespace, engine, records: list[dict], settings: dict) -> int:
     from tqdm import tqdm
 
-    from cobalt.io import JsonlAppender
+    from cobalt.io import JsonlAppender, save_settings
 
     params = sampling_from_args(args)
     profile = str(profile_from_args(args))
     await engine.check()
+    save_settings(args.output, "cobalt generate", settings)
     with JsonlAppender(args.output) as out:
         todo = [r for r in records if r["id"] not in out.done]
         with tqdm(total=len(todo), desc="generate", unit="conv", file=sys.stderr) as bar:
@@ -69,18 +71,25 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from cobalt.engines.base import EngineError
-    from cobalt.io import RecordError
+    from cobalt.io import RecordError, empty_input_warning, resume_guard
 
+    settings, refused = resume_guard(args, [args.input], profile=str(profile_from_args(args)))
+    if refused:
+        print(f"cobalt generate: error: {refused}", file=sys.stderr)
+        return 2
     try:
         records = _read(args.input)
         engine = engine_from_args(args)
     except (RecordError, EngineError, FileNotFoundError, ValueError) as exc:
         print(f"cobalt generate: error: {exc}", file=sys.stderr)
         return 2
+    if not records:
+        print(empty_input_warning("cobalt generate", args.input), file=sys.stderr)
+        return 1
 
     async def main() -> int:
         try:
-            return await _generate(args, engine, records)
+            return await _generate(args, engine, records, settings)
         finally:
             await engine.aclose()
 

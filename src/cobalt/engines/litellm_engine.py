@@ -357,7 +357,8 @@ class LiteLLMEngine(Engine):
     async def _one(self, conversation: Sequence[ChatMessage], params: SamplingParams, index: int) -> list[Completion]:
         return await chat_completions_in_requests(
             self._request_sizes(params.n), conversation_seed(params, index),
-            lambda n, seed: self._call(self.request_kwargs(conversation, params, n, seed)))
+            lambda n, seed: self._call(self.request_kwargs(conversation, params, n, seed)),
+            error=self._error)
 
     async def generate(self, conversations: Sequence[Sequence[ChatMessage]], params: SamplingParams) -> list[list[Completion]]:
         """``params.n`` completions per conversation, requests sent concurrently up to ``max_in_flight``."""

@@ -194,7 +194,8 @@ class OpenAIEngine(Engine):
     async def _one(self, conversation: Sequence[ChatMessage], params: SamplingParams, index: int) -> list[Completion]:
         return await chat_completions_in_requests(
             split_n(params.n, self.n_per_request), conversation_seed(params, index),
-            lambda n, seed: self._call(self._client_create, **self.request_body(conversation, params, n, seed)))
+            lambda n, seed: self._call(self._client_create, **self.request_body(conversation, params, n, seed)),
+            error=self._error)
 
     async def _client_create(self, **kwargs: Any) -> Any:
         return await self._client.chat.completions.create(**kwargs)

@@ -6,9 +6,11 @@ tests (each distinct program of a problem once), writes the records again with
 then prints Pass@1 per turn and its change against turn 0 as a percentage of
 turn 0, and saves them as ``<output>.summary.json``.
 
-Profile ``paper``: the program is the one in the turn's history text and the
-estimator's n is fixed at 16, as the original; ``cobalt``: the program of the
-full response and each problem's own number of samples.
+Profile ``paper``: the program is the one in the turn's history text, as the
+original; ``cobalt``: the program of the full response. In both, the
+estimator's n is the number of samples drawn for each problem; problems whose
+count differs from the rollout's ``samples``, trajectories shorter than the
+table and problems without hidden tests are reported (stderr and summary).
 """
 from __future__ import annotations
 
@@ -30,9 +32,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="history cut for the 'paper' program choice: auto takes the record's enable_thinking "
                         "(what the rollout used)")
     parser.add_argument("--history-max-chars", type=int, default=6000, help="history cut of an assistant turn")
-    parser.add_argument("--pass-n", type=int, default=None,
-                        help="n of the pass@1 estimator (default: 16 under --profile paper, as the original; "
-                        "each problem's own sample count under cobalt)")
     parser.add_argument("--max-problems", type=int, default=8, help="problems evaluated at once")
     parser.add_argument("--evaluator", choices=("embedded", "ray"), default="embedded",
                         help="embedded sandbox in this process, or the Ray Serve 'evaluator' app")
@@ -87,22 +86,16 @@ async def evaluate_file(input_path: str | Path, write, client, *, profile: str, 
     return errors
 
 
-def summarize(output: str | Path, *, profile: str, pass_n: int | None) -> dict:
-    """Pass@1 per turn of an evaluated records file (read back from disk, so resumed runs count whole)."""
-    from cobalt.evaluation.passk import estimator_n, pass_table
-    from cobalt.io import iter_jsonl
+def summarize(output: str | Path, *, rollout: str | Path | None = None) -> dict:
+    """Pass@1 per turn of an evaluated records file (read back from disk, so resumed runs count whole).
 
-    records = [rec for _, rec in iter_jsonl(output)]
-    n = estimator_n(profile, pass_n)
-    counts = sorted({len(r["samples"]) for r in records})
-    table = pass_table(records, n=n)
-    out = table.to_dict()
-    out["profile"] = str(profile)
-    out["estimator"] = "pass@1 = 1 - C(n-c,1)/C(n,1), c = trajectories with hidden pass rate 1.0 at the turn"
-    if n is not None and counts and counts != [n]:
-        out["note"] = (f"n is fixed at {n} (profile {profile}, as the original) but the run has {counts} samples "
-                       "per problem: use --pass-n or --profile cobalt for the run's own n")
-    return out
+    The same table as ``cobalt report`` and the demo
+    (:func:`cobalt.evaluation.passk.load_pass_table`); ``rollout``: the
+    evaluated rollout, whose ``<rollout>.config.json`` gives the run's samples.
+    """
+    from cobalt.evaluation.passk import load_pass_table
+
+    return load_pass_table(output, rollout=rollout).to_dict()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,30 +103,40 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from cobalt.evaluation.hidden import EvalStats
-    from cobalt.evaluation.passk import PassTable, format_table
+    from cobalt.evaluation.passk import format_table, load_pass_table
     from cobalt.execution.base import ExecOptions
     from cobalt.execution.client import EvaluatorClient
-    from cobalt.io import MAX_SAVED_ERRORS, JsonlAppender, RecordError, write_json_atomic
+    from cobalt.io import (MAX_SAVED_ERRORS, JsonlAppender, RecordError, count_unique_records, empty_input_warning,
+                           resume_guard, save_settings, write_json_atomic)
     from cobalt.profile import profile_from_args
 
     profile = str(profile_from_args(args))
     if not Path(args.input).exists():
         print(f"cobalt eval: {args.input}: no such file", file=sys.stderr)
         return 2
-    if args.pass_n is not None and args.pass_n < 1:
-        print("cobalt eval: --pass-n must be at least 1", file=sys.stderr)
+    try:
+        total = count_unique_records(args.input)
+    except RecordError as exc:
+        print(f"cobalt eval: {exc}", file=sys.stderr)
+        return 1
+    if total == 0:
+        print(empty_input_warning("cobalt eval", args.input), file=sys.stderr)
+        return 1
+    settings, refused = resume_guard(args, [args.input], profile=profile)
+    if refused:
+        print(f"cobalt eval: {refused}", file=sys.stderr)
         return 2
     thinking = {"auto": None, "on": True, "off": False}[args.enable_thinking]
     client = EvaluatorClient(mode=args.evaluator, ray_address=args.ray_address, timeout_s=args.eval_timeout,
                              max_concurrency=args.eval_concurrency, options=ExecOptions(profile=profile))
     stats = EvalStats()
     output = Path(args.output)
+    save_settings(output, "cobalt eval", settings)
     with JsonlAppender(output) as out:
         bar = None
         if not args.no_progress:
             from tqdm import tqdm
 
-            total = sum(1 for line in open(args.input, "rb") if line.strip())
             bar = tqdm(total=total, unit="problem", desc="eval", file=sys.stderr, dynamic_ncols=True)
         try:
             errors = asyncio.run(evaluate_file(args.input, out.write, client, profile=profile,
@@ -146,18 +149,20 @@ def run(args: argparse.Namespace) -> int:
         finally:
             if bar is not None:
                 bar.close()
-    summary = summarize(output, profile=profile, pass_n=args.pass_n)
+    try:
+        table = load_pass_table(output, rollout=args.input)
+    except RecordError as exc:
+        print(f"cobalt eval: {exc}", file=sys.stderr)
+        return 1
+    summary = table.to_dict()
     summary["input"] = str(args.input)
     summary["stats"] = dict(vars(stats))
     summary["errors"] = errors[:MAX_SAVED_ERRORS]
     write_json_atomic(output.with_name(output.name + SUMMARY_SUFFIX), summary)
-    table = PassTable(turns=summary["turns"], problems=summary["problems"], n=summary["n"],
-                      pass_at_1=summary["pass_at_1"])
+    for note in table.notes():
+        print(f"cobalt eval: note: {note}", file=sys.stderr)
     print(format_table([(output.stem, table)]))
-    print(f"{summary['problems']} problems, n = {summary['n'] or 'per problem'} ({profile}); "
-          f"{stats.distinct_programs} distinct programs, {stats.no_code} turns without a program", file=sys.stderr)
-    if "note" in summary:
-        print(f"note: {summary['note']}", file=sys.stderr)
+    print(f"{stats.distinct_programs} distinct programs, {stats.no_code} turns without a program", file=sys.stderr)
     for err in errors[:10]:
         print(f"cobalt eval: skipped: {err}", file=sys.stderr)
     return 1 if errors else 0

@@ -132,7 +132,14 @@ def run(args: argparse.Namespace) -> int:
     if not (args.input and args.output):
         print("cobalt exec: give --input and --output, or --code and --tests (see --help)", file=sys.stderr)
         return 2
+    from cobalt.io import resume_guard, save_settings
+
+    settings, refused = resume_guard(args, [args.input])
+    if refused:
+        print(f"cobalt exec: {refused}", file=sys.stderr)
+        return 2
     try:
+        save_settings(args.output, "cobalt exec", settings)
         return asyncio.run(run_jobs(args.input, args.output, make_client(args), progress=not args.no_progress))
     except OSError as exc:
         # A full or read-only output disk: the results already written are whole

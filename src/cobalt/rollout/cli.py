@@ -30,10 +30,9 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-from cobalt.io import RecordError
+from cobalt.io import CONFIG_SUFFIX, RecordError
 from cobalt.profile import add_profile_argument
 
-CONFIG_SUFFIX = ".config.json"
 # Fields that must agree between a run and the run it resumes.
 RESUME_KEYS = ("engine", "model", "samples", "repair_turns", "enable_thinking", "max_new_tokens",
                "temperature", "top_p", "profile", "first_turn_from", "public_tests")
@@ -219,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
     from cobalt.engines.base import EngineError, SamplingParams
     from cobalt.execution.client import EvaluatorClient
     from cobalt.execution.base import ExecOptions
-    from cobalt.io import JsonlAppender, write_json_atomic
+    from cobalt.io import JsonlAppender, check_unique_id, empty_input_warning, resume_guard, write_json_atomic
     from cobalt.profile import profile_from_args
     from cobalt.rollout.loop import RolloutConfig, RolloutStats, run_rollout
 
@@ -237,9 +236,14 @@ def run(args: argparse.Namespace) -> int:
     if not args.model:
         print("cobalt rollout: --model is required", file=sys.stderr)
         return 2
+    settings, refused = resume_guard(args, [args.input, args.first_turn_from], profile=str(profile))
+    if refused:
+        print(f"cobalt rollout: {refused}", file=sys.stderr)
+        return 2
     try:
-        problems = []
-        for _, problem in iter_problems_on(args.input, args.public_tests):
+        problems, seen = [], {}
+        for line, problem in iter_problems_on(args.input, args.public_tests):
+            check_unique_id(problem.id, seen, path=args.input, line=line)
             problems.append(problem)
             if args.limit is not None and len(problems) >= args.limit:
                 break
@@ -247,6 +251,9 @@ def run(args: argparse.Namespace) -> int:
         first_turns = load_first_turns(args.first_turn_from, first_public) if args.first_turn_from else None
     except (RecordError, FileNotFoundError) as exc:
         print(f"cobalt rollout: {exc}", file=sys.stderr)
+        return 1
+    if not problems:
+        print(empty_input_warning("cobalt rollout", args.input), file=sys.stderr)
         return 1
     params = SamplingParams(n=1, temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_tokens,
                             seed=args.seed, enable_thinking=True if args.enable_thinking else None)
@@ -264,6 +271,7 @@ def run(args: argparse.Namespace) -> int:
     output = Path(args.output)
     config_path = output.with_name(output.name + CONFIG_SUFFIX)
     resolved = resolved_config(args, engine, params, config)
+    resolved["settings"] = settings
     problem = check_resume(config_path, resolved)
     if problem is not None and output.exists() and output.stat().st_size > 0:
         print(f"cobalt rollout: {problem}", file=sys.stderr)
