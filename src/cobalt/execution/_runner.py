@@ -140,30 +140,62 @@ def _blank_or_comment(line):
     return not text or text.startswith("#")
 
 
-def _set_not_dumpable():
-    """Keep test processes (same uid) from reading this process's fds or memory."""
-    try:
-        if os.stat("/proc/self").st_uid != os.getuid():
-            return  # already not dumpable (changing uid made it so); skip loading ctypes
-    except OSError:
-        pass
+def _prctl(option, arg):
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+        return ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0)
     except Exception:
+        return -1
+
+
+def _set_not_dumpable():
+    """Keep test processes from reading this process's fds or memory, and adopt
+    the orphans of test processes (a subreaper), so that their CPU time is counted."""
+    _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
+    try:
+        if os.stat("/proc/self").st_uid != os.getuid():
+            return  # already not dumpable (changing uid made it so)
+    except OSError:
         pass
+    _prctl(4, 0)  # PR_SET_DUMPABLE, 0
 
 
-def _drop_privileges(uid):
-    # Only when bubblewrap ran as real root (no user namespace): become a fresh,
-    # unprivileged uid so that RLIMIT_NPROC applies and nothing stays privileged.
+# Root mode (bubblewrap ran as real root): the runner is (real R, effective T, saved 0)
+# and every test process is (T, T, T). A test can then neither signal, trace nor
+# re-limit the runner (its real and saved uids are not T), while the runner, through
+# its effective uid T, can kill every test process. The saved uid 0 (with only
+# CAP_SETUID/CAP_SETGID left in the bounding set) lets the runner take uid R to manage
+# the cgroups that the host gave to R, and lets a test child drop to T for good.
+_IDS = {}
+
+
+def _drop_privileges(uid, test_uid=None):
+    # Only when bubblewrap ran as real root (no user namespace): become fresh,
+    # unprivileged uids so that RLIMIT_NPROC applies and nothing stays privileged.
     if os.getuid() != 0 or not uid:
         return
+    test_uid = test_uid or uid
     os.setgroups([])
     os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)
+    os.setresuid(uid, test_uid, 0)
+    _IDS.update(runner=uid, test=test_uid)
+
+
+def _become(euid):
+    """Switch the runner's effective uid (root mode only; a no-op otherwise)."""
+    if _IDS and os.geteuid() != euid:
+        os.seteuid(0)
+        os.seteuid(euid)
+
+
+def _drop_to_test_uid():
+    """In a test child: become the test uid for good (real, effective and saved)."""
+    if _IDS:
+        t = _IDS["test"]
+        os.seteuid(0)
+        os.setresgid(t, t, t)
+        os.setresuid(t, t, t)
 
 
 _PIDNS = []
@@ -343,8 +375,11 @@ def _child(job, code_obj, g, i, in_fd, out_w, err_w, ret_w, cgroups=()):
     status = 1
     try:
         os.setpgid(0, 0)
-        for _ctl, path in cgroups:
-            _cg_write(path + "/cgroup.procs", "0")
+        if cgroups:
+            _become(_IDS.get("runner", 0))
+            for _ctl, path in cgroups:
+                _cg_write(path + "/cgroup.procs", "0")
+        _drop_to_test_uid()
         os.dup2(in_fd, 0)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
@@ -544,8 +579,14 @@ class _Test:
         ret_r = ret_w = None
         if job.get("fn_name"):
             ret_r, ret_w = os.pipe()
-        self.cgroups = _cg_make(job, i)
+        _become(_IDS.get("runner", 0))
+        try:
+            self.cgroups = _cg_make(job, i)
+        finally:
+            _become(_IDS.get("test", 0))
         self.start = time.monotonic()
+        self.end = None
+        self.orphan_cpu = 0.0
         pid = os.fork()
         if pid == 0:
             _child(job, code_obj, g, i, in_fd, out_w, err_w, ret_w, self.cgroups)
@@ -554,6 +595,7 @@ class _Test:
                 os.close(fd)
         self.pid = pid
         _LIVE_TESTS[pid] = self.cgroups
+        _RUNNING[pid] = self
         self.pidfd = os.pidfd_open(pid)
         self.deadline = min(self.start + lim["test_wall_s"], deadline_program)
         self.budget_cut = deadline_program < self.start + lim["test_wall_s"]
@@ -573,6 +615,7 @@ class _Test:
     def on_ready(self, fd):
         if fd == self.pidfd:
             self.exited = True
+            self.end = time.monotonic()
         else:
             kind = self.open_fds[fd]
             if kind == "out":
@@ -623,14 +666,25 @@ class _Test:
                 pass
         _, wstatus, usage = os.wait4(self.pid, 0)
         _LIVE_TESTS.pop(self.pid, None)
-        wall = time.monotonic() - self.start
+        # The wall time runs to the moment the exit was seen (or to now): a runner that
+        # was held up meanwhile still measures the whole span, and the limit decides.
+        wall = (self.end or time.monotonic()) - self.start
+        if wall > lim["test_wall_s"] and not self.timed_out:
+            self.timed_out = True
+            self.over_budget = self.budget_cut
         _cg_kill(self.cgroups)
         if kill_all and job.get("own_pid_namespace"):
             # Only inside the sandbox's own PID namespace: outside it, "every other
             # process" would be the host's.
             _kill_others()
+        _reap_orphans(self)
+        _RUNNING.pop(self.pid, None)
         oom = _cg_oom_kills(job, self.cgroups) if self.cgroups else 0
-        _cg_remove(self.cgroups)
+        _become(_IDS.get("runner", 0))
+        try:
+            _cg_remove(self.cgroups)
+        finally:
+            _become(_IDS.get("test", 0))
         os.close(self.pidfd)
         for fd in self.open_fds:
             os.close(fd)
@@ -647,7 +701,7 @@ class _Test:
             "timeout": self.timed_out,
             "olimit": self.olimit,
             "wall": wall,
-            "cpu": usage.ru_utime + usage.ru_stime,
+            "cpu": usage.ru_utime + usage.ru_stime + self.orphan_cpu,
             "maxrss_kb": usage.ru_maxrss,
             "stderr": stderr.decode("utf-8", "replace"),
         }
@@ -660,7 +714,50 @@ class _Test:
         return rec, stdout, ret
 
 
+def _orphans():
+    """Pids of this runner's children that are not a test's first process: orphans
+    of test processes, adopted because the runner is their subreaper."""
+    me = os.getpid()
+    try:
+        with open("/proc/%d/task/%d/children" % (me, me)) as fh:
+            kids = [int(x) for x in fh.read().split()]
+    except (OSError, ValueError):
+        return []
+    return [k for k in kids if k not in _RUNNING]
+
+
+def _reap_orphans(current, wait_s=0.05):
+    """Reap the adopted orphans that have ended, and add the CPU time each used
+    (its waited-for children included) to the test of its process group, or to
+    ``current`` when no running test owns that group. Waits up to ``wait_s`` for
+    orphans of ``current`` that were just killed."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = 0
+        for pid in _orphans():
+            try:
+                with open("/proc/%d/stat" % pid) as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            owner = _RUNNING.get(int(fields[2]), current)
+            if fields[0] != "Z":
+                left += owner is current
+                continue
+            try:
+                got, _, usage = os.wait4(pid, os.WNOHANG)
+            except ChildProcessError:
+                continue
+            if got:
+                owner.orphan_cpu += usage.ru_utime + usage.ru_stime
+        if not left or time.monotonic() >= deadline:
+            return
+        time.sleep(0.002)
+
+
 _RESULT_FD = [None]
+_RUNNING = {}
+"""pid of a test's first process (its process group) -> its running _Test."""
 _LIVE_TESTS = {}
 """pid -> cgroup dirs of every test process not yet reaped (to stop them all at once)."""
 
@@ -724,6 +821,7 @@ def _run_tests(job, code_obj, g):
     parallel = 1 if control is not None else max(1, int(job.get("parallel") or 1))
     deadline_program = time.monotonic() + job["limits"]["program_wall_s"]
     pending = list(range(n - 1, -1, -1))
+    undeliverable = frozenset(job.get("undeliverable") or ())
     running = []
     warm = [False]
 
@@ -737,6 +835,11 @@ def _run_tests(job, code_obj, g):
         now = time.monotonic()
         while pending and len(running) < parallel:
             i = pending.pop()
+            if i in undeliverable:
+                # The host found that this input cannot be written to a test's stdin.
+                _emit({"i": i, "undeliverable": True, "exit": None, "timeout": False, "olimit": False,
+                       "wall": 0.0, "cpu": 0.0, "stderr": ""}, b"", b"" if job.get("fn_name") else None)
+                continue
             if now >= deadline_program:
                 _emit({"i": i, "skipped": "budget", "budget": True, "exit": None, "timeout": True,
                        "olimit": False, "wall": 0.0, "cpu": 0.0, "stderr": ""})
@@ -807,7 +910,7 @@ def main():
             os.close(job[key])
             job[key] = moved
     _RESULT_FD[0] = job["result_fd"]
-    _drop_privileges(job.get("uid"))
+    _drop_privileges(job.get("uid"), job.get("test_uid"))
     _set_not_dumpable()
     # SIGPIPE stays ignored here (as Python starts): a write to a host that went
     # away fails with EPIPE, and the runner then stops every test instead of dying

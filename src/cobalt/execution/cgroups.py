@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import secrets
 import threading
 import time
 from dataclasses import dataclass
@@ -96,20 +97,15 @@ class SandboxCgroup:
     def _try_remove(self) -> bool:
         ok = True
         for path in self.dirs.values():
-            if not os.path.isdir(path):
-                continue
-            for child in sorted(Path(path).iterdir()):
-                if child.is_dir():
-                    _kill_procs(str(child))
-                    try:
-                        os.rmdir(child)
-                    except OSError:
-                        ok = False
-            _kill_procs(path)
-            try:
-                os.rmdir(path)
-            except OSError:
-                ok = False
+            # Deepest first, whatever depth was made below the sandbox's cgroup.
+            for sub, _dirs, _files in os.walk(path, topdown=False):
+                _kill_procs(sub)
+                try:
+                    os.rmdir(sub)
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    ok = False
         return ok
 
     def _remove_later(self) -> None:
@@ -158,8 +154,9 @@ class CgroupManager:
         return cls(*found) if found else None
 
     def create(self, uid: int | None, limits, parallel: int) -> SandboxCgroup | None:
-        """One cgroup per controller for a new sandbox, owned by ``uid``; None on failure."""
-        name = f"cobalt-{os.getpid()}-{next(_SEQ)}"
+        """One cgroup per controller for a new sandbox, owned by ``uid``; None on failure
+        (warned once per process; the caller must not run the program unbounded)."""
+        name = f"cobalt-{os.getpid()}-{next(_SEQ)}-{secrets.token_hex(4)}"
         dirs: dict[str, str] = {}
         try:
             for ctl, base in self.bases.items():
@@ -188,7 +185,8 @@ class CgroupManager:
                             if os.path.exists(os.path.join(path, f)):
                                 os.chown(os.path.join(path, f), uid, uid)
         except OSError as exc:
-            log.debug("cgroup creation failed: %s", exc)
+            _warn_once(f"cobalt: cannot create a sandbox cgroup under {', '.join(self.bases.values())}: {exc}; "
+                       "programs that need one fail as sandbox errors")
             SandboxCgroup(self.version, dirs).remove()
             return None
         if self.version == 2:
@@ -198,6 +196,18 @@ class CgroupManager:
             except (OSError, KeyError):
                 pass
         return SandboxCgroup(self.version, dirs)
+
+
+_WARNED: list = []
+
+
+def _warn_once(text: str) -> None:
+    """Log ``text`` at warning level, the first time a cgroup could not be made here."""
+    with _LOCK:
+        if _WARNED:
+            return
+        _WARNED.append(text)
+    log.warning(text)
 
 
 def _read(path: str) -> str:

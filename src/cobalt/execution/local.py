@@ -102,6 +102,10 @@ class RecordReader:
         return out
 
 
+class CgroupUnavailable(RuntimeError):
+    """A configured cgroup could not be made for one sandbox (that program is a sandbox error)."""
+
+
 class NoSandboxWarning(UserWarning):
     """Programs are running without isolation."""
 
@@ -199,6 +203,8 @@ class LocalExecutor:
                     self._in_flight -= 1
         except sbx.SandboxUnavailable:
             raise
+        except CgroupUnavailable as exc:
+            return ExecutionResult.failure(len(tests), f"sandbox error: {exc}")
         except Exception as exc:  # never let one program fail a batch
             log.exception("sandbox failure")
             return ExecutionResult.failure(len(tests), f"sandbox error: {type(exc).__name__}: {exc}")
@@ -209,14 +215,20 @@ class LocalExecutor:
             return ExecutionResult.failure(len(tests), f"could not judge the program: {type(exc).__name__}: {exc}")
 
     def _job(self, code: str, inputs: list[str], fn_name: str | None, opts: ExecOptions) -> dict[str, Any]:
+        uid = sbx.fresh_uid() if self.sandbox == "bwrap" else None
         job: dict[str, Any] = {
             "code": code,
             "inputs": inputs,
             "fn_name": fn_name,
             "limits": asdict(self.limits),
-            "uid": sbx.fresh_uid() if self.sandbox == "bwrap" else None,
+            "uid": uid,
+            "test_uid": sbx.test_uid(uid),
             "own_pid_namespace": self.sandbox == "bwrap",
         }
+        bad = {i: why for i, why in enumerate(map(undeliverable_input, inputs)) if why}
+        if bad:
+            job["undeliverable"] = sorted(bad)
+            job["inputs"] = ["" if i in bad else inp for i, inp in enumerate(inputs)]
         if opts.allow_packages:
             py = sbx.python_install()
             job["sys_path_extra"] = list(py.site_packages) + list(py.venv_site_packages)
@@ -258,6 +270,12 @@ class LocalExecutor:
         job["control_fd"] = ctl_r
         job["parallel"] = self._parallel_tests(opts)
         cgroup = self._cgroups.create(job.get("uid"), self.limits, job["parallel"]) if self._cgroups else None
+        if self._cgroups is not None and cgroup is None:
+            for fd in (res_r, res_w, filter_fd, ctl_r, ctl_w):
+                if fd is not None:
+                    os.close(fd)
+            raise CgroupUnavailable("the sandbox's cgroup could not be created: the program was not run "
+                                    "(it would have run without its memory bound)")
         if cgroup is not None:
             from cobalt.execution.cgroups import TEST_SLACK_BYTES
 
@@ -397,6 +415,16 @@ class LocalExecutor:
             reason = f"the output could not be judged: {type(exc).__name__}: {str(exc)[:200]}"
             return False, Status.WRONG_ANSWER, feedback.test_feedback(inp, "", expected, error=reason, profile=opts.profile)
 
+    def _over_limits(self, rec: dict) -> bool:
+        """True when the test's measured wall time or CPU time (its adopted orphans
+        included) exceeds its limit, whatever else the record says: a test that held
+        up its runner must not pass on a finished-looking record."""
+        try:
+            wall, cpu = float(rec.get("wall", 0.0)), float(rec.get("cpu", 0.0))
+        except (TypeError, ValueError):
+            return True
+        return wall > self.limits.test_wall_s or cpu > self.limits.test_cpu_s
+
     def _judge_one(
         self, inp: str, expected: str, rec: dict, opts: ExecOptions, fn_name: str | None
     ) -> tuple[bool, Status, str]:
@@ -411,7 +439,10 @@ class LocalExecutor:
                 error=(stderr + "\n" if stderr else "") + f"MemoryError: the test used more than {limit_mib:g} MiB",
                 profile=opts.profile,
             )
-        if rec.get("skipped") or rec.get("timeout"):
+        if rec.get("undeliverable"):
+            reason = "the test's input could not be delivered to the program: " + (undeliverable_input(inp) or "")
+            return False, Status.RUNTIME_ERROR, feedback.test_feedback(inp, "", expected, error=reason, profile=opts.profile)
+        if rec.get("skipped") or rec.get("timeout") or self._over_limits(rec):
             return False, Status.TIMEOUT, feedback.test_feedback(inp, shown_output, expected, timed_out_after=self.limits.test_wall_s, profile=opts.profile)
         exit_code = rec.get("exit")
         if exit_code in (-signal.SIGXCPU, -signal.SIGKILL) and rec.get("cpu", 0.0) >= self.limits.test_cpu_s - 0.05:
@@ -449,6 +480,18 @@ class LocalExecutor:
         return ok, (Status.PASSED if ok else Status.WRONG_ANSWER), feedback.test_feedback(
             inp, shown_output, expected, profile=opts.profile
         )
+
+
+def undeliverable_input(text: str) -> str | None:
+    """Why ``text`` cannot be written to a test's stdin (None when it can). A test's
+    input reaches the program as UTF-8 bytes (the code points U+DC80..U+DCFF standing
+    for raw bytes, as Python's surrogateescape decodes them); any other lone surrogate,
+    valid in JSON, has no byte form."""
+    try:
+        text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:
+        return f"it holds a lone surrogate (U+{ord(text[exc.start]):04X} at character {exc.start}), which has no UTF-8 form"
+    return None
 
 
 def feedback_program_timeout(cap_s: float) -> str:

@@ -423,6 +423,12 @@ def fresh_uid() -> int | None:
     return lo + secrets.randbelow(hi - lo)
 
 
+def test_uid(uid: int | None) -> int | None:
+    """The uid that the test processes of a root-mode sandbox run as: not the
+    runner's own, so that a test can neither signal nor trace its runner."""
+    return None if uid is None else uid + 1
+
+
 def raise_stack_limit() -> None:
     """Raise this process's soft stack limit (inherited by sandboxes) so deep recursion works.
     Done once in the parent: a preexec_fn is unsafe in a threaded process."""
