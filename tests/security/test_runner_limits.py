@@ -171,3 +171,33 @@ def test_a_cgroup_that_cannot_be_made_is_a_sandbox_error_not_an_unbounded_run(ca
     assert "cgroup could not be created" in first.error
     warned = [r for r in caplog.records if r.levelno == logging.WARNING and "cgroup" in r.getMessage()]
     assert len(warned) == 1
+
+
+# --- 4. return values: one cap, judged and freed as they arrive --------------------------
+
+def test_a_return_value_past_the_output_cap_is_an_output_limit(executor):
+    # SUITE_LIMITS caps output at 256 KiB; before, a return value could carry 8 MiB.
+    prog = "def solve(x):\n    return 'x' * (1 << 20)\n"
+    res = executor.run_sync(prog, TestCases(("1", "2"), ('"x"', '"x"'), "solve"))
+    assert res.status == ("output_limit", "output_limit"), res.feedback
+    assert res.extra["result_bytes"] < 2 * (SUITE_LIMITS.output_bytes + 64 << 10)
+
+
+def test_host_memory_per_program_is_bounded_by_the_caps_not_the_number_of_tests(executor):
+    import tracemalloc
+
+    n, size = 40, 200_000  # 40 return values of 200 kB: 8 MB in all, under the 256 KiB cap each
+    value = '"' + "x" * size + '"'
+    tests = TestCases(tuple(str(i) for i in range(n)), (value,) * n, "solve")
+    prog = f"def solve(i):\n    return 'x' * {size}\n"
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        res = executor.run_sync(prog, tests)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert res.passing == (True,) * n, res.feedback[:1]
+    # The bound (docs/SECURITY.md): the reader's buffer and the record being judged,
+    # a small multiple of the caps, whatever the number of tests.
+    assert peak < 12 * SUITE_LIMITS.output_bytes, peak

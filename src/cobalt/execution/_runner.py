@@ -30,7 +30,6 @@ CALL_RET_FD = 3
 SOLUTION_FILE = "<solution>"
 STDERR_HEAD = 8 * 1024
 STDERR_TAIL = 24 * 1024
-RET_CAP = 8 * 1024 * 1024
 TRACEBACK_FRAMES = 50
 THREAD_STACK_BYTES = 8 * 1024 * 1024
 ERROR_RESERVE_BYTES = 8 * 1024 * 1024
@@ -353,7 +352,7 @@ def _plain(value, depth=0):
     return repr(value)
 
 
-def _run_call(g, fn_name, text, ret_fd):
+def _run_call(g, fn_name, text, ret_fd, cap):
     import json
 
     fn = _find_callable(g, fn_name)
@@ -361,9 +360,8 @@ def _run_call(g, fn_name, text, ret_fd):
     args = [_convert_arg(g, fn, i, json.loads(ln)) for i, ln in enumerate(lines)]
     result = fn(*args)
     data = json.dumps(_plain(result)).encode()
-    if len(data) > RET_CAP:
-        raise ValueError("return value larger than %d bytes" % RET_CAP)
-    view = memoryview(data)
+    # Past the output cap, one byte more than the cap is enough for the runner to say so.
+    view = memoryview(data)[: cap + 1]
     while view:
         view = view[os.write(ret_fd, view):]
 
@@ -422,7 +420,7 @@ def _child(job, code_obj, g, i, in_fd, out_w, err_w, ret_w, cgroups=()):
         try:
             exec(code_obj, g)
             if fn_name:
-                _run_call(g, fn_name, job["inputs"][i], CALL_RET_FD)
+                _run_call(g, fn_name, job["inputs"][i], CALL_RET_FD, job["limits"]["output_bytes"])
             status = 0
         except SystemExit as exc:
             code = exc.code
@@ -623,7 +621,10 @@ class _Test:
                 if len(self.out) >= self.out_cap:
                     self.olimit = True
             elif kind == "ret":
-                alive = _read_into(fd, self.ret, RET_CAP + 1)
+                # A return value shares the output cap (one test, one cap).
+                alive = _read_into(fd, self.ret, self.out_cap)
+                if len(self.ret) >= self.out_cap:
+                    self.olimit = True
             else:
                 try:
                     chunk = os.read(fd, 65536)
@@ -710,7 +711,7 @@ class _Test:
         if oom:
             rec["oom"] = True
         stdout = bytes(self.out[: lim["output_bytes"]])
-        ret = bytes(self.ret) if job.get("fn_name") else None
+        ret = bytes(self.ret[: lim["output_bytes"]]) if job.get("fn_name") else None
         return rec, stdout, ret
 
 

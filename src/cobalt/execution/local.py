@@ -34,8 +34,15 @@ CANCEL_POLL_S = 0.1
 MEMORY_ERROR_MARKERS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc")
 
 
-# Room for a record's JSON header and a return value beyond the stdout cap.
-RECORD_SLACK_BYTES = 16 << 20
+RECORD_HEADER_BYTES = 1 << 20
+"""Room for a record's JSON header (its stderr head and tail, escaped) beyond its
+stdout and return value, each of which is capped at ``Limits.output_bytes``."""
+
+
+def max_record_bytes(limits: Limits) -> int:
+    """The largest record the host accepts from a runner: stdout and a return value,
+    each within the output cap, and the header."""
+    return 2 * int(limits.output_bytes) + RECORD_HEADER_BYTES
 
 
 class RecordReader:
@@ -190,14 +197,18 @@ class LocalExecutor:
         if fn_name and opts.call_mode == "lossy":
             code, fn_name = lossy_program(program, fn_name), None
         try:
+            def judge_now(idx: int, rec: dict) -> tuple[bool, Status, str]:
+                return self._judge_one_safely(tests.inputs[idx], tests.outputs[idx], rec, opts, fn_name)
+
             def test_failed(idx: int, rec: dict) -> bool:
-                return not self._judge_one_safely(tests.inputs[idx], tests.outputs[idx], rec, opts, fn_name)[0]
+                return not rec["verdict"][0]
 
             failed = test_failed if opts.stop_on_first_failure else None
             with self._lock:
                 self._in_flight += 1
             try:
-                records, error, stats = self._execute(code, list(tests.inputs), fn_name, opts, len(tests), failed, cancel)
+                records, error, stats = self._execute(code, list(tests.inputs), fn_name, opts, len(tests), failed, cancel,
+                                                      judge=judge_now)
             finally:
                 with self._lock:
                     self._in_flight -= 1
@@ -254,12 +265,17 @@ class LocalExecutor:
 
     def _execute(
         self, code: str, inputs: list[str], fn_name: str | None, opts: ExecOptions, n_tests: int, failed=None,
-        cancel: threading.Event | None = None,
+        cancel: threading.Event | None = None, judge=None,
     ) -> tuple[dict[int, dict], str | None, dict]:
         """Start the sandbox, stream records back, and stop as soon as ``failed(i, record)``
         says so (stop-on-first-failure: the runner then waits for the host's word before
         each next test, so none starts after the host decided to stop). Returns the
-        records by test index and an error text for records that never came."""
+        records by test index and an error text for records that never came.
+
+        With ``judge(i, record)``, each record is judged as it arrives: its verdict is
+        kept under ``"verdict"`` and its raw stdout and return value are freed at once,
+        so the host holds at most one record's bytes per program (plus the reader's
+        buffer), never the raw output of every test until the end."""
         res_r, res_w = os.pipe()
         ctl_r = ctl_w = None
         if failed is not None:
@@ -312,7 +328,7 @@ class LocalExecutor:
         error = None
         deadline = time.monotonic() + self.limits.program_wall_s + HOST_GRACE_S
         stop_early = False
-        reader = RecordReader(self.limits.output_bytes + RECORD_SLACK_BYTES)
+        reader = RecordReader(max_record_bytes(self.limits))
         try:
             _write_all_then_close(proc, payload)
             stderr_chunks: list[bytes] = []
@@ -343,6 +359,10 @@ class LocalExecutor:
                         if not isinstance(idx, int) or idx in records or not 0 <= idx < n_tests:
                             raise RuntimeError(f"sandbox protocol violation (record {idx!r})")
                         records[idx] = rec
+                        if judge is not None:
+                            rec["verdict"] = judge(idx, rec)
+                            rec.pop("stdout", None)
+                            rec.pop("ret", None)
                         if failed is not None:
                             if failed(idx, rec):
                                 stop_early = True
@@ -395,7 +415,7 @@ class LocalExecutor:
                 walls.append(0.0)
                 cpus.append(0.0)
                 continue
-            ok, st, text = self._judge_one_safely(inp, expected, rec, opts, fn_name)
+            ok, st, text = rec["verdict"] if "verdict" in rec else self._judge_one_safely(inp, expected, rec, opts, fn_name)
             passing.append(ok)
             status.append(st.value)
             fb.append(text)
