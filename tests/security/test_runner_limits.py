@@ -46,7 +46,7 @@ me = os.getpid()
 if os.fork() == 0:
     while os.getppid() == me:
         time.sleep(0.01)
-    time.sleep(0.05)
+    time.sleep(0.02)
     os.kill(runner, signal.SIGCONT)
     os._exit(0)
 time.sleep(2.5)
@@ -201,3 +201,86 @@ def test_host_memory_per_program_is_bounded_by_the_caps_not_the_number_of_tests(
     # The bound (docs/SECURITY.md): the reader's buffer and the record being judged,
     # a small multiple of the caps, whatever the number of tests.
     assert peak < 12 * SUITE_LIMITS.output_bytes, peak
+
+
+# --- 2. memory outside the cgroup ----------------------------------------------------------
+
+LOOPBACK_BUFFERS = r'''
+import socket
+held = []
+for fam, kind in ((socket.AF_INET, socket.SOCK_STREAM), (socket.AF_INET6, socket.SOCK_STREAM),
+                  (socket.AF_INET, socket.SOCK_DGRAM)):
+    try:
+        s = socket.socket(fam, kind)
+        held.append("open")
+    except PermissionError:
+        held.append("refused")
+a, b = socket.socketpair()
+a.sendall(b"unix sockets still work")
+held.append(b.recv(64).decode())
+print(" ".join(held))
+'''
+
+
+def test_ipv4_and_ipv6_sockets_are_refused_and_unix_sockets_work(executor):
+    # Before: 40 loopback connections held 333 MiB of socket buffers under a 64 MiB test.
+    res = executor.run_sync(LOOPBACK_BUFFERS, TestCases(("",), ("refused refused refused unix sockets still work",)))
+    assert res.status == ("passed",), res.feedback
+
+
+def test_the_users_memory_limit_is_the_test_cgroups_limit():
+    # Before: the test's cgroup allowed the limit + 64 MiB, so 300 MiB of memfd was held under 256 MiB.
+    _needs_cgroups()
+    ex = LocalExecutor(Limits(**{**SUITE_LIMITS.__dict__, "memory_bytes": 256 << 20, "file_size_bytes": 16 << 20}))
+    prog = ("import os\nfds = []\nfor _ in range(19):\n    fd = os.memfd_create('m')\n"
+            "    os.write(fd, b'x' * (16 << 20))\n    fds.append(fd)\nprint('held', len(fds) * 16, 'MiB')\n")
+    res = ex.run_sync(prog, TestCases(("",), ("held 304 MiB",)))
+    assert res.extra["cgroup"] is True
+    assert res.status in (("memory_limit",), ("runtime_error",)), res.feedback
+
+
+def test_inodes_in_tmp_are_charged_to_the_test_and_stop_there():
+    # 400,000 directories were made in 2.5 s; their kernel memory is charged to the
+    # test's cgroup, which stops them at the test's memory limit, test after test.
+    _needs_cgroups()
+    ex = LocalExecutor(Limits(**{**SUITE_LIMITS.__dict__, "memory_bytes": 64 << 20, "test_wall_s": 6.0,
+                                 "test_cpu_s": 6.0, "program_wall_s": 30.0}))
+    prog = ("import os, time\nt = time.time()\nn = 0\nwhile time.time() - t < 5:\n"
+            "    os.mkdir('/tmp/%d-%d' % (os.getpid(), n))\n"
+            "    n += 1\nprint('made', n)\n")
+    res = ex.run_sync(prog, TestCases(("", "", ""), ("x", "x", "x")))
+    assert res.status == ("memory_limit",) * 3, res.feedback
+
+
+# --- 7. channels between sandboxes ----------------------------------------------------------
+
+SENDER = r'''
+import ctypes, fcntl, os, time
+fd = os.open("/usr/bin/env", os.O_RDONLY)
+sent = []
+for name, act in (("flock", lambda: fcntl.flock(fd, fcntl.LOCK_SH)),
+                  ("lockf", lambda: fcntl.lockf(fd, fcntl.LOCK_SH)),
+                  ("ofd", lambda: fcntl.fcntl(fd, 37, bytes(32)))):
+    try:
+        act()
+        sent.append(name)
+    except OSError:
+        pass
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.inotify_init1(0) >= 0:
+    sent.append("inotify")
+for _ in range(10):
+    os.close(os.open("/usr/bin/env", os.O_RDONLY))  # an event a watcher would see
+    time.sleep(0.02)
+print(" ".join(sent) or "none")
+'''
+
+
+def test_programs_of_one_group_have_no_lock_or_inotify_channel(executor):
+    import asyncio
+
+    async def both():
+        return await asyncio.gather(*(executor.run(SENDER, TestCases(("",), ("none",))) for _ in range(2)))
+
+    for res in asyncio.run(both()):
+        assert res.status == ("passed",), res.feedback

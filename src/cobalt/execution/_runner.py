@@ -499,7 +499,7 @@ def _cg_make(job, i):
             os.mkdir(path)
             made.append((ctl, path))
             if ctl in ("memory", "unified"):
-                mem = str(int(lim["memory_bytes"]) + int(cg.get("slack") or 0))
+                mem = str(int(lim["memory_bytes"]))
                 if cg["version"] == 2:
                     _cg_write(path + "/memory.max", mem)
                     try:

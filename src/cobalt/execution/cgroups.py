@@ -36,9 +36,9 @@ CONTROLLERS = ("memory", "pids")
 RUNNER_OVERHEAD_BYTES = 256 << 20
 """Memory of a sandbox beyond its tests' limits and its tmpfs: the runner and bwrap."""
 TEST_SLACK_BYTES = 64 << 20
-"""A test's cgroup allows its memory limit plus this much, so that one process meets its
-own RLIMIT_AS first (a plain MemoryError, as without cgroups) and the cgroup catches
-what RLIMIT_AS cannot see: several processes, memfd, shared memory and tmpfs pages."""
+"""Room per running test in the sandbox's cgroup beyond the test's own limit (the test's
+cgroup itself gets exactly ``Limits.memory_bytes``): the runner's copy-on-write pages
+touched for the test, pipes and records."""
 _SEQ = itertools.count()
 
 

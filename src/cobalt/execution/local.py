@@ -293,10 +293,8 @@ class LocalExecutor:
             raise CgroupUnavailable("the sandbox's cgroup could not be created: the program was not run "
                                     "(it would have run without its memory bound)")
         if cgroup is not None:
-            from cobalt.execution.cgroups import TEST_SLACK_BYTES
-
-            job["cgroup"] = {"version": cgroup.version, "slack": TEST_SLACK_BYTES,
-                             "dirs": {c: f"{sbx.CGROUP_IN_SANDBOX}/{c}" for c in cgroup.dirs}}
+            # Each test's cgroup gets exactly the memory limit the user set (no slack).
+            job["cgroup"] = {"version": cgroup.version, "dirs": {c: f"{sbx.CGROUP_IN_SANDBOX}/{c}" for c in cgroup.dirs}}
         payload = marshal.dumps(job)  # host -> runner only: the runner needs no json to read it
         env = dict(sbx.MINIMAL_ENV)
         cg_fds = {}
