@@ -284,3 +284,36 @@ def test_programs_of_one_group_have_no_lock_or_inotify_channel(executor):
 
     for res in asyncio.run(both()):
         assert res.status == ("passed",), res.feedback
+
+
+# --- 9. hosts without root: one cgroup per sandbox, entered from outside -------------------
+
+def test_a_sandbox_started_inside_its_cgroup_is_bounded_and_sees_none():
+    # The path taken without root on a delegated v2 subtree: no cgroup is bound into the
+    # sandbox, bubblewrap is born inside the sandbox's cgroup. Shown here on this host's
+    # cgroups (v1 accepts the same "0" write into cgroup.procs).
+    _needs_cgroups()
+    limits = Limits(**{**SUITE_LIMITS.__dict__, "memory_bytes": 64 << 20, "test_parallelism": 1,
+                       "file_size_bytes": 16 << 20, "test_wall_s": 4.0, "program_wall_s": 10.0})
+    ex = LocalExecutor(limits)
+    ex._nested_cgroups = False
+    # The sandbox's cgroup allows 64 + 64 MiB for the test, 8 MiB of /tmp and 256 MiB for the
+    # runner: 392 MiB. The test holds 480 MiB of memfd (RLIMIT_AS does not see it).
+    prog = ("import os\nprint(os.path.exists('/cobalt/cg'))\nfds = []\nfor _ in range(30):\n"
+            "    fd = os.memfd_create('m')\n    os.write(fd, b'x' * (16 << 20))\n    fds.append(fd)\nprint('held')\n")
+    res = ex.run_sync(prog, TestCases(("",), ("False\nheld",)))
+    assert res.extra["cgroup"] is True
+    assert res.status[0] != "passed", res.feedback
+    seen = ex.run_sync("import os\nprint(os.path.exists('/cobalt/cg'))\n", TestCases(("",), ("False",)))
+    assert seen.status == ("passed",), seen.feedback
+    left = [d for base in cgroups.manager().bases.values() for d in glob.glob(f"{base}/cobalt-{os.getpid()}-*")]
+    assert left == []
+
+
+def test_missing_bounds_are_named():
+    missing = cgroups.missing_bounds(None, root=False)
+    assert any("memory" in m for m in missing) and any("process" in m for m in missing)
+    mgr = cgroups.CgroupManager(2, {"unified": "/sys/fs/cgroup/user.slice/x"})
+    assert cgroups.missing_bounds(mgr, root=False) == [
+        "per-test memory and process bounds (without root the whole sandbox is one cgroup)"]
+    assert cgroups.missing_bounds(mgr, root=True) == []

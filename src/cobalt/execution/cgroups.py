@@ -153,9 +153,11 @@ class CgroupManager:
         found = _detect()
         return cls(*found) if found else None
 
-    def create(self, uid: int | None, limits, parallel: int) -> SandboxCgroup | None:
+    def create(self, uid: int | None, limits, parallel: int, nested: bool = True) -> SandboxCgroup | None:
         """One cgroup per controller for a new sandbox, owned by ``uid``; None on failure
-        (warned once per process; the caller must not run the program unbounded)."""
+        (warned once per process; the caller must not run the program unbounded).
+        ``nested``: the runner makes per-test cgroups inside (root mode); otherwise the
+        sandbox is one leaf that the host starts bubblewrap in (:func:`enter_argv`)."""
         name = f"cobalt-{os.getpid()}-{next(_SEQ)}-{secrets.token_hex(4)}"
         dirs: dict[str, str] = {}
         try:
@@ -189,7 +191,7 @@ class CgroupManager:
                        "programs that need one fail as sandbox errors")
             SandboxCgroup(self.version, dirs).remove()
             return None
-        if self.version == 2:
+        if self.version == 2 and nested:
             try:
                 _write(os.path.join(dirs["unified"], "cgroup.subtree_control"),
                        " ".join("+" + c for c in CONTROLLERS if c in _read(os.path.join(dirs["unified"], "cgroup.controllers"))))
@@ -245,9 +247,47 @@ def _detect() -> tuple[int, dict[str, str]] | None:
     if "" in own and "" in mounts and own[""] not in ("", "/"):
         path = mounts[""] + own[""]
         enabled = _read(os.path.join(path, "cgroup.subtree_control")).split()
+        if "memory" not in enabled and _delegated_to_us(path):
+            enabled = _enable_controllers(path)
         if "memory" in enabled and _usable(path):
             return 2, {"unified": path}
     return None
+
+
+HOST_LEAF = "cobalt-host"
+"""The leaf cgroup this process moves into when it enables controllers in a delegated
+v2 cgroup of its own (cgroup v2 lets only a cgroup without processes hand out controllers)."""
+
+
+def _delegated_to_us(path: str) -> bool:
+    """True for a v2 cgroup that this user owns and may write (a delegated subtree,
+    such as the scope of ``systemd-run --user --scope -p Delegate=yes``) and whose
+    parent offers the memory controller."""
+    try:
+        owned = os.stat(path).st_uid == os.geteuid()
+    except OSError:
+        return False
+    return owned and os.access(path, os.W_OK) and "memory" in _read(os.path.join(path, "cgroup.controllers")).split()
+
+
+def _enable_controllers(path: str) -> list[str]:
+    """Move this cgroup's processes (this one and its children) into the leaf
+    :data:`HOST_LEAF`, then enable ``memory`` (and ``pids``) for its children;
+    returns the controllers enabled afterwards (empty on failure)."""
+    offered = _read(os.path.join(path, "cgroup.controllers")).split()
+    try:
+        leaf = os.path.join(path, HOST_LEAF)
+        os.makedirs(leaf, exist_ok=True)
+        for pid in _read(os.path.join(path, "cgroup.procs")).split():
+            try:
+                _write(os.path.join(leaf, "cgroup.procs"), pid)
+            except OSError:
+                pass  # gone meanwhile, or not ours
+        _write(os.path.join(path, "cgroup.subtree_control"), " ".join("+" + c for c in CONTROLLERS if c in offered))
+    except OSError as exc:
+        log.debug("cannot enable controllers in %s: %s", path, exc)
+        return []
+    return _read(os.path.join(path, "cgroup.subtree_control")).split()
 
 
 _DETECTED: list = []
@@ -255,23 +295,72 @@ _LOCK = threading.Lock()
 
 
 def manager() -> CgroupManager | None:
-    """The process-wide manager (detected once); warns once when none is usable."""
+    """The process-wide manager (detected once), or None when no cgroup is usable here."""
     with _LOCK:
         if not _DETECTED:
-            mgr = CgroupManager.detect()
-            _DETECTED.append(mgr)
-            if mgr is None:
-                log.warning(
-                    "cobalt: no writable cgroup under this process's own cgroup: memory is bounded per "
-                    "process (RLIMIT_AS) only, not per test (see docs/SECURITY.md)"
-                )
+            _DETECTED.append(CgroupManager.detect())
         return _DETECTED[0]
 
 
-def describe() -> str:
-    """One line saying which cgroup controllers sandboxes get here."""
+def usable_here(root: bool) -> CgroupManager | None:
+    """The manager that sandboxes use: as root any; without root only a delegated v2
+    subtree (v1 hierarchies need root). Warns once, listing the missing bounds."""
     mgr = manager()
+    if mgr is not None and not root and mgr.version != 2:
+        mgr = None
+    missing = missing_bounds(mgr, root)
+    if missing:
+        _warn_missing_once("cobalt: sandboxes here lack " + "; ".join(missing)
+                           + " (docs/SECURITY.md, 'Hosts without writable cgroups', says how to get them)")
+    return mgr
+
+
+def missing_bounds(mgr: CgroupManager | None, root: bool) -> list[str]:
+    """The bounds that sandboxes lack with ``mgr`` (None: no usable cgroup)."""
     if mgr is None:
-        return "cgroups: none writable under this process's own cgroup (per-process limits only)"
-    ctls = ", ".join(c if c != "unified" else "memory+pids (unified)" for c in mgr.bases)
-    return f"cgroups v{mgr.version}: {ctls} per sandbox and per test, under {', '.join(mgr.bases.values())}"
+        return ["a memory bound over all processes of a test or sandbox (RLIMIT_AS bounds each process "
+                "only; memfd, shared-memory and /tmp pages and /tmp's inodes are not bounded by memory)",
+                "a process bound per test beyond RLIMIT_NPROC"]
+    out = []
+    if not root:
+        out.append("per-test memory and process bounds (without root the whole sandbox is one cgroup)")
+    if mgr.version == 1 and "pids" not in mgr.bases:
+        out.append("a pids cgroup (RLIMIT_NPROC bounds the processes)")
+    return out
+
+
+_MISSING_WARNED: list = []
+
+
+def _warn_missing_once(text: str) -> None:
+    with _LOCK:
+        if _MISSING_WARNED:
+            return
+        _MISSING_WARNED.append(text)
+    log.warning(text)
+
+
+_ENTER_SCRIPT = 'while [ "$1" != -- ]; do echo 0 > "$1/cgroup.procs" || exit 125; shift; done; shift; exec "$@"'
+
+
+def enter_argv(cgroup_dirs: list[str], argv: list[str]) -> list[str]:
+    """``argv`` started inside the cgroups ``cgroup_dirs``: a shell moves itself into
+    each, then executes ``argv``, so that bubblewrap and every process of its sandbox
+    are born there (none can leave: the sandbox sees no cgroup). If a move fails, the
+    shell exits with status 125 and nothing runs."""
+    import shutil
+
+    return [shutil.which("sh") or "/bin/sh", "-c", _ENTER_SCRIPT, "sh", *cgroup_dirs, "--", *argv]
+
+
+def describe(root: bool) -> str:
+    """Which cgroup bounds sandboxes get here, and which are missing."""
+    mgr = usable_here(root)
+    missing = missing_bounds(mgr, root)
+    if mgr is None:
+        line = "cgroups: none usable here (per-process limits only)"
+    else:
+        ctls = ", ".join(c if c != "unified" else "memory+pids (unified)" for c in mgr.bases)
+        scope = "per sandbox and per test" if root else "per sandbox"
+        line = f"cgroups v{mgr.version}: {ctls} {scope}, under {', '.join(mgr.bases.values())}"
+    return line + ("; MISSING: " + "; ".join(missing) if missing else "")

@@ -168,8 +168,7 @@ def check_isolation(args: argparse.Namespace) -> int:
             print(f"seccomp: none for {platform.machine()}")
         else:
             print("seccomp: user namespaces refused; foreign ABIs refused; " + ", ".join(sorted(refused)) + " refused")
-        print(cgroups.describe() if sbx._is_root() else
-              "cgroups: not used without root (per-process limits only)")
+        print(cgroups.describe(sbx._is_root()))
     print(f"limits: {limits.test_wall_s:g} s wall and {limits.test_cpu_s:g} s CPU per test, "
           f"{limits.memory_bytes >> 20} MiB per test, {limits.test_parallelism} tests at once, "
           f"{limits.program_wall_s:g} s per program, {limits.max_processes} processes, "

@@ -147,10 +147,13 @@ class LocalExecutor:
         self._in_flight = 0
         self._lock = threading.Lock()
         self._cgroups = None
-        if sandbox == "bwrap" and cgroups and sbx._is_root():
+        # As root the runner makes one cgroup per test inside the sandbox's; without
+        # root (tests share the runner's uid) the sandbox is one cgroup, not seen inside.
+        self._nested_cgroups = sbx._is_root()
+        if sandbox == "bwrap" and cgroups:
             from cobalt.execution import cgroups as cg
 
-            self._cgroups = cg.manager()
+            self._cgroups = cg.usable_here(self._nested_cgroups)
         sbx.raise_stack_limit()
         if sandbox == "bwrap":
             sandbox_mod_check = sandbox_check_cached()
@@ -285,25 +288,31 @@ class LocalExecutor:
         job["result_fd"] = res_w
         job["control_fd"] = ctl_r
         job["parallel"] = self._parallel_tests(opts)
-        cgroup = self._cgroups.create(job.get("uid"), self.limits, job["parallel"]) if self._cgroups else None
+        cgroup = (self._cgroups.create(job.get("uid"), self.limits, job["parallel"], nested=self._nested_cgroups)
+                  if self._cgroups else None)
         if self._cgroups is not None and cgroup is None:
             for fd in (res_r, res_w, filter_fd, ctl_r, ctl_w):
                 if fd is not None:
                     os.close(fd)
             raise CgroupUnavailable("the sandbox's cgroup could not be created: the program was not run "
                                     "(it would have run without its memory bound)")
-        if cgroup is not None:
+        if cgroup is not None and self._nested_cgroups:
             # Each test's cgroup gets exactly the memory limit the user set (no slack).
             job["cgroup"] = {"version": cgroup.version, "dirs": {c: f"{sbx.CGROUP_IN_SANDBOX}/{c}" for c in cgroup.dirs}}
         payload = marshal.dumps(job)  # host -> runner only: the runner needs no json to read it
         env = dict(sbx.MINIMAL_ENV)
         cg_fds = {}
-        if cgroup is not None:
+        if cgroup is not None and self._nested_cgroups:
             cg_fds = {c: os.open(d, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) for c, d in cgroup.dirs.items()}
         passed = [res_w] + [fd for fd in (filter_fd, ctl_r) if fd is not None] + list(cg_fds.values())
+        argv = self._argv(opts, filter_fd, cg_fds)
+        if cgroup is not None and not self._nested_cgroups:
+            from cobalt.execution.cgroups import enter_argv
+
+            argv = enter_argv(list(cgroup.dirs.values()), argv)
         try:
             proc = subprocess.Popen(
-                self._argv(opts, filter_fd, cg_fds),
+                argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
