@@ -240,16 +240,16 @@ def test_the_users_memory_limit_is_the_test_cgroups_limit():
 
 
 def test_inodes_in_tmp_are_charged_to_the_test_and_stop_there():
-    # 400,000 directories were made in 2.5 s; their kernel memory is charged to the
-    # test's cgroup, which stops them at the test's memory limit, test after test.
+    # 400,000 directories were made in 2.5 s; their kernel memory (inode, dentry and,
+    # with long names, the name) is charged to the test's cgroup, which stops them at
+    # the test's memory limit, test after test.
     _needs_cgroups()
-    ex = LocalExecutor(Limits(**{**SUITE_LIMITS.__dict__, "memory_bytes": 64 << 20, "test_wall_s": 6.0,
-                                 "test_cpu_s": 6.0, "program_wall_s": 30.0}))
-    prog = ("import os, time\nt = time.time()\nn = 0\nwhile time.time() - t < 5:\n"
-            "    os.mkdir('/tmp/%d-%d' % (os.getpid(), n))\n"
-            "    n += 1\nprint('made', n)\n")
-    res = ex.run_sync(prog, TestCases(("", "", ""), ("x", "x", "x")))
-    assert res.status == ("memory_limit",) * 3, res.feedback
+    ex = LocalExecutor(Limits(**{**SUITE_LIMITS.__dict__, "memory_bytes": 48 << 20, "test_wall_s": 15.0,
+                                 "test_cpu_s": 15.0, "program_wall_s": 60.0}))
+    prog = ("import os\nn = 0\nstem = '/tmp/%d-' % os.getpid() + 'x' * 200\nwhile n < 2000000:\n"
+            "    os.mkdir('%s%d' % (stem, n))\n    n += 1\nprint('made', n)\n")
+    res = ex.run_sync(prog, TestCases(("", ""), ("x", "x")))
+    assert res.status == ("memory_limit",) * 2, res.feedback
 
 
 # --- 7. channels between sandboxes ----------------------------------------------------------
@@ -317,3 +317,14 @@ def test_missing_bounds_are_named():
     assert cgroups.missing_bounds(mgr, root=False) == [
         "per-test memory and process bounds (without root the whole sandbox is one cgroup)"]
     assert cgroups.missing_bounds(mgr, root=True) == []
+
+
+def test_orphans_are_reaped_while_their_test_runs():
+    # The runner adopts orphans (to count their CPU time): it must reap them at once, or
+    # their zombies would use up the test uid's process limit (16 here) within the test.
+    ex = LocalExecutor(Limits(**{**SUITE_LIMITS.__dict__, "test_wall_s": 4.0, "test_cpu_s": 4.0, "program_wall_s": 20.0}))
+    prog = ("import os, time\nfor _ in range(30):\n    pid = os.fork()\n    if pid == 0:\n"
+            "        if os.fork() == 0:\n            os._exit(0)\n        os._exit(0)\n"
+            "    os.waitpid(pid, 0)\n    time.sleep(0.005)\nprint('ok')\n")
+    res = ex.run_sync(prog, TestCases(("",) * 3, ("ok",) * 3))
+    assert res.status == ("passed",) * 3, res.feedback

@@ -404,7 +404,8 @@ def _child(job, code_obj, g, i, in_fd, out_w, err_w, ret_w, cgroups=()):
         import _thread
 
         _thread.stack_size(THREAD_STACK_BYTES)
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
         # The runner's own stdio objects, never used by the runner after start-up,
         # now sit on the test's descriptors: no need to build new ones per test.
@@ -678,7 +679,7 @@ class _Test:
             # Only inside the sandbox's own PID namespace: outside it, "every other
             # process" would be the host's.
             _kill_others()
-        _reap_orphans(self)
+        _reap_orphans(self, wait_s=0.05)
         _RUNNING.pop(self.pid, None)
         oom = _cg_oom_kills(job, self.cgroups) if self.cgroups else 0
         _become(_IDS.get("runner", 0))
@@ -727,11 +728,12 @@ def _orphans():
     return [k for k in kids if k not in _RUNNING]
 
 
-def _reap_orphans(current, wait_s=0.05):
+def _reap_orphans(current=None, wait_s=0.0):
     """Reap the adopted orphans that have ended, and add the CPU time each used
-    (its waited-for children included) to the test of its process group, or to
-    ``current`` when no running test owns that group. Waits up to ``wait_s`` for
-    orphans of ``current`` that were just killed."""
+    (its waited-for children included) to the test of its process group; when no
+    running test owns that group, to ``current`` or, without one, to every running
+    test (a process that left its group cannot shed its CPU time that way). Waits up
+    to ``wait_s`` for orphans of ``current`` that were just killed."""
     deadline = time.monotonic() + wait_s
     while True:
         left = 0
@@ -741,15 +743,16 @@ def _reap_orphans(current, wait_s=0.05):
                     fields = fh.read().rsplit(")", 1)[1].split()
             except (OSError, IndexError):
                 continue
-            owner = _RUNNING.get(int(fields[2]), current)
+            group = _RUNNING.get(int(fields[2]))
+            owners = [group] if group else [current] if current else list(_RUNNING.values())
             if fields[0] != "Z":
-                left += owner is current
+                left += current is not None and current in owners
                 continue
             try:
                 got, _, usage = os.wait4(pid, os.WNOHANG)
             except ChildProcessError:
                 continue
-            if got:
+            for owner in owners if got else ():
                 owner.orphan_cpu += usage.ru_utime + usage.ru_stime
         if not left or time.monotonic() >= deadline:
             return
@@ -813,6 +816,28 @@ def _emit(rec, stdout=b"", ret=None):
         view = view[os.write(_RESULT_FD[0], view):]
 
 
+_CHLD_FD = [None]
+
+
+def _watch_children():
+    """Wake the runner's select on every SIGCHLD (a pipe through the signal wakeup fd),
+    so that adopted orphans are reaped while the tests still run."""
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    _CHLD_FD[0] = r
+
+
+def _drain(fd):
+    try:
+        while os.read(fd, 4096):
+            pass
+    except OSError:
+        pass
+
+
 def _run_tests(job, code_obj, g):
     """Run every test, up to ``job["parallel"]`` at once, within the program's budget.
     With a control descriptor (stop-on-first-failure), one at a time, and the next test
@@ -856,7 +881,10 @@ def _run_tests(job, code_obj, g):
         if watch and remaining > 0:
             # The result channel's write end turns "readable" only when its reader,
             # the host, is gone (POLLERR): then stop at once.
-            ready, _, _ = select.select(list(watch) + [_RESULT_FD[0]], [], [], remaining)
+            ready, _, _ = select.select(list(watch) + [_RESULT_FD[0], _CHLD_FD[0]], [], [], remaining)
+            if _CHLD_FD[0] in ready:
+                _drain(_CHLD_FD[0])
+                ready.remove(_CHLD_FD[0])
             if _RESULT_FD[0] in ready:
                 raise HostGone()
             for fd in ready:
@@ -864,6 +892,7 @@ def _run_tests(job, code_obj, g):
         now = time.monotonic()
         for t in running:
             t.check_time(now)
+        _reap_orphans()  # promptly: unreaped zombies count against the tests' process limit
         finished = [t for t in running if t.done]
         running = [t for t in running if not t.done]
         for t in finished:
@@ -958,6 +987,7 @@ def main():
     gc.collect()
     gc.freeze()  # keep the children's garbage collector off the shared pages
 
+    _watch_children()
     try:
         _run_tests(job, code_obj, g)
     except (HostGone, BrokenPipeError):
