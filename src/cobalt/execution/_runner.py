@@ -139,25 +139,20 @@ def _blank_or_comment(line):
     return not text or text.startswith("#")
 
 
-def _prctl(option, arg):
+def _set_not_dumpable():
+    """Keep test processes (same uid) from reading this process's fds or memory."""
+    try:
+        if os.stat("/proc/self").st_uid != os.getuid():
+            return  # already not dumpable (changing uid made it so); skip loading ctypes
+    except OSError:
+        pass
     try:
         import ctypes
 
-        return ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0)
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
     except Exception:
-        return -1
-
-
-def _set_not_dumpable():
-    """Keep test processes from reading this process's fds or memory, and adopt
-    the orphans of test processes (a subreaper), so that their CPU time is counted."""
-    _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
-    try:
-        if os.stat("/proc/self").st_uid != os.getuid():
-            return  # already not dumpable (changing uid made it so)
-    except OSError:
         pass
-    _prctl(4, 0)  # PR_SET_DUMPABLE, 0
 
 
 # Root mode (bubblewrap ran as real root): the runner is (real R, effective T, saved 0)
@@ -404,8 +399,7 @@ def _child(job, code_obj, g, i, in_fd, out_w, err_w, ret_w, cgroups=()):
         import _thread
 
         _thread.stack_size(THREAD_STACK_BYTES)
-        signal.set_wakeup_fd(-1)
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD):
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
             signal.signal(sig, signal.SIG_DFL)
         # The runner's own stdio objects, never used by the runner after start-up,
         # now sit on the test's descriptors: no need to build new ones per test.
@@ -586,6 +580,7 @@ class _Test:
         self.start = time.monotonic()
         self.end = None
         self.orphan_cpu = 0.0
+        self.init_cpu = _init_children_cpu()
         pid = os.fork()
         if pid == 0:
             _child(job, code_obj, g, i, in_fd, out_w, err_w, ret_w, self.cgroups)
@@ -594,7 +589,6 @@ class _Test:
                 os.close(fd)
         self.pid = pid
         _LIVE_TESTS[pid] = self.cgroups
-        _RUNNING[pid] = self
         self.pidfd = os.pidfd_open(pid)
         self.deadline = min(self.start + lim["test_wall_s"], deadline_program)
         self.budget_cut = deadline_program < self.start + lim["test_wall_s"]
@@ -679,8 +673,10 @@ class _Test:
             # Only inside the sandbox's own PID namespace: outside it, "every other
             # process" would be the host's.
             _kill_others()
-        _reap_orphans(self, wait_s=0.05)
-        _RUNNING.pop(self.pid, None)
+            _wait_reaped(0.05)
+        # Orphans of this test (or of a test beside it: then it is charged to both)
+        # that PID 1 reaped while it ran.
+        self.orphan_cpu = max(0.0, _init_children_cpu() - self.init_cpu)
         oom = _cg_oom_kills(job, self.cgroups) if self.cgroups else 0
         _become(_IDS.get("runner", 0))
         try:
@@ -716,52 +712,34 @@ class _Test:
         return rec, stdout, ret
 
 
-def _orphans():
-    """Pids of this runner's children that are not a test's first process: orphans
-    of test processes, adopted because the runner is their subreaper."""
-    me = os.getpid()
+def _init_children_cpu():
+    """CPU seconds of every process that PID 1 of the sandbox (bubblewrap's init) has
+    reaped so far: orphans of test processes end there. Its growth while a test runs
+    is CPU that the test's own wait4 cannot see (0 outside the sandbox's namespace)."""
+    if not _in_sandbox_pid_namespace():
+        return 0.0
     try:
-        with open("/proc/%d/task/%d/children" % (me, me)) as fh:
-            kids = [int(x) for x in fh.read().split()]
-    except (OSError, ValueError):
-        return []
-    return [k for k in kids if k not in _RUNNING]
+        with open("/proc/1/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[13]) + int(fields[14])) / _CLK_TCK[0]
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
-def _reap_orphans(current=None, wait_s=0.0):
-    """Reap the adopted orphans that have ended, and add the CPU time each used
-    (its waited-for children included) to the test of its process group; when no
-    running test owns that group, to ``current`` or, without one, to every running
-    test (a process that left its group cannot shed its CPU time that way). Waits up
-    to ``wait_s`` for orphans of ``current`` that were just killed."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        left = 0
-        for pid in _orphans():
-            try:
-                with open("/proc/%d/stat" % pid) as fh:
-                    fields = fh.read().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            group = _RUNNING.get(int(fields[2]))
-            owners = [group] if group else [current] if current else list(_RUNNING.values())
-            if fields[0] != "Z":
-                left += current is not None and current in owners
-                continue
-            try:
-                got, _, usage = os.wait4(pid, os.WNOHANG)
-            except ChildProcessError:
-                continue
-            for owner in owners if got else ():
-                owner.orphan_cpu += usage.ru_utime + usage.ru_stime
-        if not left or time.monotonic() >= deadline:
+_CLK_TCK = [100]
+
+
+def _wait_reaped(wait_s):
+    """Wait up to ``wait_s`` until PID 1 has reaped every other process of the namespace
+    (so that their CPU time shows in its counters)."""
+    me, deadline = os.getpid(), time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if not any(n.isdigit() and int(n) not in (1, me) for n in os.listdir("/proc")):
             return
         time.sleep(0.002)
 
 
 _RESULT_FD = [None]
-_RUNNING = {}
-"""pid of a test's first process (its process group) -> its running _Test."""
 _LIVE_TESTS = {}
 """pid -> cgroup dirs of every test process not yet reaped (to stop them all at once)."""
 
@@ -816,28 +794,6 @@ def _emit(rec, stdout=b"", ret=None):
         view = view[os.write(_RESULT_FD[0], view):]
 
 
-_CHLD_FD = [None]
-
-
-def _watch_children():
-    """Wake the runner's select on every SIGCHLD (a pipe through the signal wakeup fd),
-    so that adopted orphans are reaped while the tests still run."""
-    r, w = os.pipe()
-    os.set_blocking(r, False)
-    os.set_blocking(w, False)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    signal.set_wakeup_fd(w, warn_on_full_buffer=False)
-    _CHLD_FD[0] = r
-
-
-def _drain(fd):
-    try:
-        while os.read(fd, 4096):
-            pass
-    except OSError:
-        pass
-
-
 def _run_tests(job, code_obj, g):
     """Run every test, up to ``job["parallel"]`` at once, within the program's budget.
     With a control descriptor (stop-on-first-failure), one at a time, and the next test
@@ -881,10 +837,7 @@ def _run_tests(job, code_obj, g):
         if watch and remaining > 0:
             # The result channel's write end turns "readable" only when its reader,
             # the host, is gone (POLLERR): then stop at once.
-            ready, _, _ = select.select(list(watch) + [_RESULT_FD[0], _CHLD_FD[0]], [], [], remaining)
-            if _CHLD_FD[0] in ready:
-                _drain(_CHLD_FD[0])
-                ready.remove(_CHLD_FD[0])
+            ready, _, _ = select.select(list(watch) + [_RESULT_FD[0]], [], [], remaining)
             if _RESULT_FD[0] in ready:
                 raise HostGone()
             for fd in ready:
@@ -892,7 +845,6 @@ def _run_tests(job, code_obj, g):
         now = time.monotonic()
         for t in running:
             t.check_time(now)
-        _reap_orphans()  # promptly: unreaped zombies count against the tests' process limit
         finished = [t for t in running if t.done]
         running = [t for t in running if not t.done]
         for t in finished:
@@ -987,7 +939,10 @@ def main():
     gc.collect()
     gc.freeze()  # keep the children's garbage collector off the shared pages
 
-    _watch_children()
+    try:
+        _CLK_TCK[0] = os.sysconf("SC_CLK_TCK") or 100
+    except (OSError, ValueError):
+        pass
     try:
         _run_tests(job, code_obj, g)
     except (HostGone, BrokenPipeError):

@@ -158,7 +158,7 @@ def check_isolation(args: argparse.Namespace) -> int:
             version = sbx.check_sandbox()
             root = sbx._is_root()
             print(f"sandbox: {version}: namespaces pid, net, ipc, uts, cgroup, mount; "
-                  + ("root mode: fresh uid per sandbox, capabilities dropped" if root
+                  + ("root mode: fresh uid per sandbox, tests under a uid of their own, capabilities dropped" if root
                      else "user namespace, uid 65534"))
         except sbx.SandboxUnavailable as exc:
             ok = False
@@ -167,7 +167,8 @@ def check_isolation(args: argparse.Namespace) -> int:
         if sbx.seccomp_program() is None:
             print(f"seccomp: none for {platform.machine()}")
         else:
-            print("seccomp: user namespaces refused; foreign ABIs refused; " + ", ".join(sorted(refused)) + " refused")
+            print("seccomp: user namespaces refused; foreign ABIs refused; IPv4/IPv6 sockets refused; fcntl file "
+                  "locks refused; " + ", ".join(sorted(refused)) + " refused")
         print(cgroups.describe(sbx._is_root()))
     print(f"limits: {limits.test_wall_s:g} s wall and {limits.test_cpu_s:g} s CPU per test, "
           f"{limits.memory_bytes >> 20} MiB per test, {limits.test_parallelism} tests at once, "
