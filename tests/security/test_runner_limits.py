@@ -320,8 +320,8 @@ def test_missing_bounds_are_named():
 
 
 def test_orphans_are_reaped_while_their_test_runs():
-    # The runner adopts orphans (to count their CPU time): it must reap them at once, or
-    # their zombies would use up the test uid's process limit (16 here) within the test.
+    # Orphans must be reaped at once (by the sandbox's PID 1, whose counters give the runner
+    # their CPU time), or their zombies would use up the test uid's process limit (16 here).
     ex = LocalExecutor(Limits(**{**SUITE_LIMITS.__dict__, "test_wall_s": 4.0, "test_cpu_s": 4.0, "program_wall_s": 20.0}))
     prog = ("import os, time\nfor _ in range(30):\n    pid = os.fork()\n    if pid == 0:\n"
             "        if os.fork() == 0:\n            os._exit(0)\n        os._exit(0)\n"

@@ -443,8 +443,8 @@ class LocalExecutor:
             return False, Status.WRONG_ANSWER, feedback.test_feedback(inp, "", expected, error=reason, profile=opts.profile)
 
     def _over_limits(self, rec: dict) -> bool:
-        """True when the test's measured wall time or CPU time (its adopted orphans
-        included) exceeds its limit, whatever else the record says: a test that held
+        """True when the test's measured wall time or CPU time (its children and
+        orphans included) exceeds its limit, whatever else the record says: a test that held
         up its runner must not pass on a finished-looking record."""
         try:
             wall, cpu = float(rec.get("wall", 0.0)), float(rec.get("cpu", 0.0))
