@@ -8,6 +8,11 @@ watches the child's wall time and output size, kills every other process in
 the sandbox's PID namespace after each test, and writes one JSON record per
 test to file descriptor 3, which no test process can reach (the child closes
 it, and the runner is not dumpable, so /proc/<runner>/fd is closed to it).
+As root, tests run under a uid of their own, so no test can signal, trace or
+re-limit the runner. A test's wall time runs to the moment its exit was seen,
+and its CPU time includes its waited-for children and the orphans that PID 1
+reaped while it ran; a test over either limit is recorded as timed out (and
+the host checks both again).
 
 Expected outputs never enter the sandbox: judging happens on the host.
 
@@ -460,7 +465,8 @@ def _read_into(fd, buf, cap):
 
 # --- per-test cgroups ------------------------------------------------------------
 # Where the host could give the sandbox a cgroup of its own, it binds that cgroup's
-# directory (owned by the sandbox's uid, its limit files by root) into the sandbox.
+# directory (owned by the runner's uid R, its limit files by root) into the sandbox;
+# test processes (uid T) can write nothing there.
 # The runner makes one child cgroup per test there, with the per-test memory and
 # process limits; the test's first process moves itself in before it runs any user
 # code, so all processes of a test together stay within the test's limits.

@@ -9,15 +9,23 @@ its own, created under this process's OWN cgroup (read from
 - cgroup v1 as root: the ``memory`` and ``pids`` hierarchies, each where this
   process's cgroup is not the hierarchy root and the directory is writable;
 - cgroup v2: the unified hierarchy, where this process's cgroup is a delegated
-  subtree that already enables ``memory`` (and ``pids``) for its children.
+  subtree that enables ``memory`` (and ``pids``) for its children, or one that
+  this user owns, where this process first moves itself into a leaf
+  (:data:`HOST_LEAF`) and then enables them (``systemd-run --user --scope -p
+  Delegate=yes``).
 
 The sandbox's cgroup bounds the whole sandbox (``test_parallelism`` tests plus
-the tmpfs and the runner); its directory is owned by the sandbox's uid and bound
-into the sandbox, where the runner makes one child cgroup per test with the
-per-test limits (``Limits.memory_bytes``, ``Limits.max_processes``). The limit
-files of the sandbox's own cgroup stay root's. The cgroup is removed with the
-sandbox. Where no cgroup is writable, the resource limits alone apply and one
-warning line says so.
+the tmpfs and the runner). As root its directory is owned by the runner's uid
+and bound into the sandbox, where the runner makes one child cgroup per test
+with the per-test limits (exactly ``Limits.memory_bytes``, and
+``Limits.max_processes``); test processes run under another uid and can write
+nothing there. The limit files of the sandbox's own cgroup stay root's.
+Without root (tests share the runner's uid) the sandbox's cgroup is not bound:
+bubblewrap is started inside it (:func:`enter_argv`), so it bounds the sandbox
+as a whole. Names carry a random part; the host removes the cgroups with the
+sandbox at any depth. A cgroup that cannot be created is reported once at
+warning level, and the caller fails that program. Where no cgroup is usable,
+the resource limits alone apply, and one warning line names the missing bounds.
 """
 from __future__ import annotations
 
