@@ -11,8 +11,8 @@ it, and the runner is not dumpable, so /proc/<runner>/fd is closed to it).
 As root, tests run under a uid of their own, so no test can signal, trace or
 re-limit the runner. A test's wall time runs to the moment its exit was seen,
 and its CPU time includes its waited-for children and the orphans that PID 1
-reaped while it ran; a test over either limit is recorded as timed out (and
-the host checks both again).
+reaped while it ran; a test over its wall limit is recorded as timed out, and
+the host fails a test over either limit.
 
 Expected outputs never enter the sandbox: judging happens on the host.
 
