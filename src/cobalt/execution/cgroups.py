@@ -268,9 +268,11 @@ v2 cgroup of its own (cgroup v2 lets only a cgroup without processes hand out co
 
 
 def _delegated_to_us(path: str) -> bool:
-    """True for a v2 cgroup that this user owns and may write (a delegated subtree,
+    """True for a v2 cgroup that this (non-root) user owns and may write (a delegated subtree,
     such as the scope of ``systemd-run --user --scope -p Delegate=yes``) and whose
     parent offers the memory controller."""
+    if os.geteuid() == 0:
+        return False  # root owns every cgroup: ownership says nothing about delegation
     try:
         owned = os.stat(path).st_uid == os.geteuid()
     except OSError:
