@@ -57,7 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = Limits()
     lim.add_argument("--test-timeout", type=float, default=d.test_wall_s, help="wall seconds per test")
     lim.add_argument("--test-cpu", type=float, default=d.test_cpu_s, help="CPU seconds per test")
-    lim.add_argument("--memory-mb", type=int, default=d.memory_bytes >> 20, help="address-space limit per test, MiB")
+    lim.add_argument("--memory-mb", type=int, default=d.memory_bytes >> 20, help="memory limit per test, MiB: RLIMIT_AS of each process and, where a cgroup is usable as root, "
+                     "all processes of the test together")
     lim.add_argument("--program-timeout", type=float, default=d.program_wall_s,
                      help="wall seconds for all tests of a program (the paper's cap: 27)")
     lim.add_argument("--parallel-tests", type=int, default=d.test_parallelism,
