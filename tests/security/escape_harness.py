@@ -88,8 +88,9 @@ class RecordingExecutor(LocalExecutor):
 
     def _job(self, *args, **kwargs):
         job = super()._job(*args, **kwargs)
-        if job.get("uid"):
-            self.uids.append(job["uid"])
+        for key in ("uid", "test_uid"):
+            if job.get(key):
+                self.uids.append(job[key])
         return job
 
 

@@ -8,6 +8,11 @@ watches the child's wall time and output size, kills every other process in
 the sandbox's PID namespace after each test, and writes one JSON record per
 test to file descriptor 3, which no test process can reach (the child closes
 it, and the runner is not dumpable, so /proc/<runner>/fd is closed to it).
+As root, tests run under a uid of their own, so no test can signal, trace or
+re-limit the runner. A test's wall time runs to the moment its exit was seen,
+and its CPU time includes its waited-for children and the orphans that PID 1
+reaped while it ran; a test over its wall limit is recorded as timed out, and
+the host fails a test over either limit.
 
 Expected outputs never enter the sandbox: judging happens on the host.
 
@@ -30,7 +35,6 @@ CALL_RET_FD = 3
 SOLUTION_FILE = "<solution>"
 STDERR_HEAD = 8 * 1024
 STDERR_TAIL = 24 * 1024
-RET_CAP = 8 * 1024 * 1024
 TRACEBACK_FRAMES = 50
 THREAD_STACK_BYTES = 8 * 1024 * 1024
 ERROR_RESERVE_BYTES = 8 * 1024 * 1024
@@ -156,14 +160,41 @@ def _set_not_dumpable():
         pass
 
 
-def _drop_privileges(uid):
-    # Only when bubblewrap ran as real root (no user namespace): become a fresh,
-    # unprivileged uid so that RLIMIT_NPROC applies and nothing stays privileged.
+# Root mode (bubblewrap ran as real root): the runner is (real R, effective T, saved 0)
+# and every test process is (T, T, T). A test can then neither signal, trace nor
+# re-limit the runner (its real and saved uids are not T), while the runner, through
+# its effective uid T, can kill every test process. The saved uid 0 (with only
+# CAP_SETUID/CAP_SETGID left in the bounding set) lets the runner take uid R to manage
+# the cgroups that the host gave to R, and lets a test child drop to T for good.
+_IDS = {}
+
+
+def _drop_privileges(uid, test_uid=None):
+    # Only when bubblewrap ran as real root (no user namespace): become fresh,
+    # unprivileged uids so that RLIMIT_NPROC applies and nothing stays privileged.
     if os.getuid() != 0 or not uid:
         return
+    test_uid = test_uid or uid
     os.setgroups([])
     os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)
+    os.setresuid(uid, test_uid, 0)
+    _IDS.update(runner=uid, test=test_uid)
+
+
+def _become(euid):
+    """Switch the runner's effective uid (root mode only; a no-op otherwise)."""
+    if _IDS and os.geteuid() != euid:
+        os.seteuid(0)
+        os.seteuid(euid)
+
+
+def _drop_to_test_uid():
+    """In a test child: become the test uid for good (real, effective and saved)."""
+    if _IDS:
+        t = _IDS["test"]
+        os.seteuid(0)
+        os.setresgid(t, t, t)
+        os.setresuid(t, t, t)
 
 
 _PIDNS = []
@@ -321,7 +352,7 @@ def _plain(value, depth=0):
     return repr(value)
 
 
-def _run_call(g, fn_name, text, ret_fd):
+def _run_call(g, fn_name, text, ret_fd, cap):
     import json
 
     fn = _find_callable(g, fn_name)
@@ -329,9 +360,8 @@ def _run_call(g, fn_name, text, ret_fd):
     args = [_convert_arg(g, fn, i, json.loads(ln)) for i, ln in enumerate(lines)]
     result = fn(*args)
     data = json.dumps(_plain(result)).encode()
-    if len(data) > RET_CAP:
-        raise ValueError("return value larger than %d bytes" % RET_CAP)
-    view = memoryview(data)
+    # Past the output cap, one byte more than the cap is enough for the runner to say so.
+    view = memoryview(data)[: cap + 1]
     while view:
         view = view[os.write(ret_fd, view):]
 
@@ -343,8 +373,11 @@ def _child(job, code_obj, g, i, in_fd, out_w, err_w, ret_w, cgroups=()):
     status = 1
     try:
         os.setpgid(0, 0)
-        for _ctl, path in cgroups:
-            _cg_write(path + "/cgroup.procs", "0")
+        if cgroups:
+            _become(_IDS.get("runner", 0))
+            for _ctl, path in cgroups:
+                _cg_write(path + "/cgroup.procs", "0")
+        _drop_to_test_uid()
         os.dup2(in_fd, 0)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
@@ -387,7 +420,7 @@ def _child(job, code_obj, g, i, in_fd, out_w, err_w, ret_w, cgroups=()):
         try:
             exec(code_obj, g)
             if fn_name:
-                _run_call(g, fn_name, job["inputs"][i], CALL_RET_FD)
+                _run_call(g, fn_name, job["inputs"][i], CALL_RET_FD, job["limits"]["output_bytes"])
             status = 0
         except SystemExit as exc:
             code = exc.code
@@ -432,7 +465,8 @@ def _read_into(fd, buf, cap):
 
 # --- per-test cgroups ------------------------------------------------------------
 # Where the host could give the sandbox a cgroup of its own, it binds that cgroup's
-# directory (owned by the sandbox's uid, its limit files by root) into the sandbox.
+# directory (owned by the runner's uid R, its limit files by root) into the sandbox;
+# test processes (uid T) can write nothing there.
 # The runner makes one child cgroup per test there, with the per-test memory and
 # process limits; the test's first process moves itself in before it runs any user
 # code, so all processes of a test together stay within the test's limits.
@@ -466,7 +500,7 @@ def _cg_make(job, i):
             os.mkdir(path)
             made.append((ctl, path))
             if ctl in ("memory", "unified"):
-                mem = str(int(lim["memory_bytes"]) + int(cg.get("slack") or 0))
+                mem = str(int(lim["memory_bytes"]))
                 if cg["version"] == 2:
                     _cg_write(path + "/memory.max", mem)
                     try:
@@ -544,8 +578,15 @@ class _Test:
         ret_r = ret_w = None
         if job.get("fn_name"):
             ret_r, ret_w = os.pipe()
-        self.cgroups = _cg_make(job, i)
+        _become(_IDS.get("runner", 0))
+        try:
+            self.cgroups = _cg_make(job, i)
+        finally:
+            _become(_IDS.get("test", 0))
         self.start = time.monotonic()
+        self.end = None
+        self.orphan_cpu = 0.0
+        self.init_cpu = _init_children_cpu()
         pid = os.fork()
         if pid == 0:
             _child(job, code_obj, g, i, in_fd, out_w, err_w, ret_w, self.cgroups)
@@ -573,6 +614,7 @@ class _Test:
     def on_ready(self, fd):
         if fd == self.pidfd:
             self.exited = True
+            self.end = time.monotonic()
         else:
             kind = self.open_fds[fd]
             if kind == "out":
@@ -580,7 +622,10 @@ class _Test:
                 if len(self.out) >= self.out_cap:
                     self.olimit = True
             elif kind == "ret":
-                alive = _read_into(fd, self.ret, RET_CAP + 1)
+                # A return value shares the output cap (one test, one cap).
+                alive = _read_into(fd, self.ret, self.out_cap)
+                if len(self.ret) >= self.out_cap:
+                    self.olimit = True
             else:
                 try:
                     chunk = os.read(fd, 65536)
@@ -623,14 +668,27 @@ class _Test:
                 pass
         _, wstatus, usage = os.wait4(self.pid, 0)
         _LIVE_TESTS.pop(self.pid, None)
-        wall = time.monotonic() - self.start
+        # The wall time runs to the moment the exit was seen (or to now): a runner that
+        # was held up meanwhile still measures the whole span, and the limit decides.
+        wall = (self.end or time.monotonic()) - self.start
+        if wall > lim["test_wall_s"] and not self.timed_out:
+            self.timed_out = True
+            self.over_budget = self.budget_cut
         _cg_kill(self.cgroups)
         if kill_all and job.get("own_pid_namespace"):
             # Only inside the sandbox's own PID namespace: outside it, "every other
             # process" would be the host's.
             _kill_others()
+            _wait_reaped(0.05)
+        # Orphans of this test (or of a test beside it: then it is charged to both)
+        # that PID 1 reaped while it ran.
+        self.orphan_cpu = max(0.0, _init_children_cpu() - self.init_cpu)
         oom = _cg_oom_kills(job, self.cgroups) if self.cgroups else 0
-        _cg_remove(self.cgroups)
+        _become(_IDS.get("runner", 0))
+        try:
+            _cg_remove(self.cgroups)
+        finally:
+            _become(_IDS.get("test", 0))
         os.close(self.pidfd)
         for fd in self.open_fds:
             os.close(fd)
@@ -647,7 +705,7 @@ class _Test:
             "timeout": self.timed_out,
             "olimit": self.olimit,
             "wall": wall,
-            "cpu": usage.ru_utime + usage.ru_stime,
+            "cpu": usage.ru_utime + usage.ru_stime + self.orphan_cpu,
             "maxrss_kb": usage.ru_maxrss,
             "stderr": stderr.decode("utf-8", "replace"),
         }
@@ -656,8 +714,37 @@ class _Test:
         if oom:
             rec["oom"] = True
         stdout = bytes(self.out[: lim["output_bytes"]])
-        ret = bytes(self.ret) if job.get("fn_name") else None
+        ret = bytes(self.ret[: lim["output_bytes"]]) if job.get("fn_name") else None
         return rec, stdout, ret
+
+
+def _init_children_cpu():
+    """CPU seconds of every process that PID 1 of the sandbox (bubblewrap's init) has
+    reaped so far: orphans of test processes end there. Its growth while a test runs
+    is CPU that the test's own wait4 cannot see (0 outside the sandbox's namespace)."""
+    if not _in_sandbox_pid_namespace():
+        return 0.0
+    try:
+        with open("/proc/1/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[13]) + int(fields[14])) / _CLK_TCK[0]
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+_CLK_TCK = [100]
+
+
+def _wait_reaped(wait_s):
+    """Wait up to ``wait_s`` until PID 1 has reaped every other process of the namespace
+    (so that their CPU time shows in its counters)."""
+    me, deadline = os.getpid(), time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        # The runner's own test children not yet reaped (finished in the same round) are
+        # its to reap, not PID 1's.
+        if not any(n.isdigit() and int(n) not in (1, me) and int(n) not in _LIVE_TESTS for n in os.listdir("/proc")):
+            return
+        time.sleep(0.002)
 
 
 _RESULT_FD = [None]
@@ -724,6 +811,7 @@ def _run_tests(job, code_obj, g):
     parallel = 1 if control is not None else max(1, int(job.get("parallel") or 1))
     deadline_program = time.monotonic() + job["limits"]["program_wall_s"]
     pending = list(range(n - 1, -1, -1))
+    undeliverable = frozenset(job.get("undeliverable") or ())
     running = []
     warm = [False]
 
@@ -737,6 +825,11 @@ def _run_tests(job, code_obj, g):
         now = time.monotonic()
         while pending and len(running) < parallel:
             i = pending.pop()
+            if i in undeliverable:
+                # The host found that this input cannot be written to a test's stdin.
+                _emit({"i": i, "undeliverable": True, "exit": None, "timeout": False, "olimit": False,
+                       "wall": 0.0, "cpu": 0.0, "stderr": ""}, b"", b"" if job.get("fn_name") else None)
+                continue
             if now >= deadline_program:
                 _emit({"i": i, "skipped": "budget", "budget": True, "exit": None, "timeout": True,
                        "olimit": False, "wall": 0.0, "cpu": 0.0, "stderr": ""})
@@ -807,7 +900,7 @@ def main():
             os.close(job[key])
             job[key] = moved
     _RESULT_FD[0] = job["result_fd"]
-    _drop_privileges(job.get("uid"))
+    _drop_privileges(job.get("uid"), job.get("test_uid"))
     _set_not_dumpable()
     # SIGPIPE stays ignored here (as Python starts): a write to a host that went
     # away fails with EPIPE, and the runner then stops every test instead of dying
@@ -854,6 +947,10 @@ def main():
     gc.collect()
     gc.freeze()  # keep the children's garbage collector off the shared pages
 
+    try:
+        _CLK_TCK[0] = os.sysconf("SC_CLK_TCK") or 100
+    except (OSError, ValueError):
+        pass
     try:
         _run_tests(job, code_obj, g)
     except (HostGone, BrokenPipeError):

@@ -9,21 +9,30 @@ its own, created under this process's OWN cgroup (read from
 - cgroup v1 as root: the ``memory`` and ``pids`` hierarchies, each where this
   process's cgroup is not the hierarchy root and the directory is writable;
 - cgroup v2: the unified hierarchy, where this process's cgroup is a delegated
-  subtree that already enables ``memory`` (and ``pids``) for its children.
+  subtree that enables ``memory`` (and ``pids``) for its children, or one that
+  this user owns, where this process first moves itself into a leaf
+  (:data:`HOST_LEAF`) and then enables them (``systemd-run --user --scope -p
+  Delegate=yes``).
 
 The sandbox's cgroup bounds the whole sandbox (``test_parallelism`` tests plus
-the tmpfs and the runner); its directory is owned by the sandbox's uid and bound
-into the sandbox, where the runner makes one child cgroup per test with the
-per-test limits (``Limits.memory_bytes``, ``Limits.max_processes``). The limit
-files of the sandbox's own cgroup stay root's. The cgroup is removed with the
-sandbox. Where no cgroup is writable, the resource limits alone apply and one
-warning line says so.
+the tmpfs and the runner). As root its directory is owned by the runner's uid
+and bound into the sandbox, where the runner makes one child cgroup per test
+with the per-test limits (exactly ``Limits.memory_bytes``, and
+``Limits.max_processes``); test processes run under another uid and can write
+nothing there. The limit files of the sandbox's own cgroup stay root's.
+Without root (tests share the runner's uid) the sandbox's cgroup is not bound:
+bubblewrap is started inside it (:func:`enter_argv`), so it bounds the sandbox
+as a whole. Names carry a random part; the host removes the cgroups with the
+sandbox at any depth. A cgroup that cannot be created is reported once at
+warning level, and the caller fails that program. Where no cgroup is usable,
+the resource limits alone apply, and one warning line names the missing bounds.
 """
 from __future__ import annotations
 
 import itertools
 import logging
 import os
+import secrets
 import threading
 import time
 from dataclasses import dataclass
@@ -35,9 +44,9 @@ CONTROLLERS = ("memory", "pids")
 RUNNER_OVERHEAD_BYTES = 256 << 20
 """Memory of a sandbox beyond its tests' limits and its tmpfs: the runner and bwrap."""
 TEST_SLACK_BYTES = 64 << 20
-"""A test's cgroup allows its memory limit plus this much, so that one process meets its
-own RLIMIT_AS first (a plain MemoryError, as without cgroups) and the cgroup catches
-what RLIMIT_AS cannot see: several processes, memfd, shared memory and tmpfs pages."""
+"""Room per running test in the sandbox's cgroup beyond the test's own limit (the test's
+cgroup itself gets exactly ``Limits.memory_bytes``): the runner's copy-on-write pages
+touched for the test, pipes and records."""
 _SEQ = itertools.count()
 
 
@@ -96,20 +105,15 @@ class SandboxCgroup:
     def _try_remove(self) -> bool:
         ok = True
         for path in self.dirs.values():
-            if not os.path.isdir(path):
-                continue
-            for child in sorted(Path(path).iterdir()):
-                if child.is_dir():
-                    _kill_procs(str(child))
-                    try:
-                        os.rmdir(child)
-                    except OSError:
-                        ok = False
-            _kill_procs(path)
-            try:
-                os.rmdir(path)
-            except OSError:
-                ok = False
+            # Deepest first, whatever depth was made below the sandbox's cgroup.
+            for sub, _dirs, _files in os.walk(path, topdown=False):
+                _kill_procs(sub)
+                try:
+                    os.rmdir(sub)
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    ok = False
         return ok
 
     def _remove_later(self) -> None:
@@ -157,9 +161,12 @@ class CgroupManager:
         found = _detect()
         return cls(*found) if found else None
 
-    def create(self, uid: int | None, limits, parallel: int) -> SandboxCgroup | None:
-        """One cgroup per controller for a new sandbox, owned by ``uid``; None on failure."""
-        name = f"cobalt-{os.getpid()}-{next(_SEQ)}"
+    def create(self, uid: int | None, limits, parallel: int, nested: bool = True) -> SandboxCgroup | None:
+        """One cgroup per controller for a new sandbox, owned by ``uid``; None on failure
+        (warned once per process; the caller must not run the program unbounded).
+        ``nested``: the runner makes per-test cgroups inside (root mode); otherwise the
+        sandbox is one leaf that the host starts bubblewrap in (:func:`enter_argv`)."""
+        name = f"cobalt-{os.getpid()}-{next(_SEQ)}-{secrets.token_hex(4)}"
         dirs: dict[str, str] = {}
         try:
             for ctl, base in self.bases.items():
@@ -188,16 +195,29 @@ class CgroupManager:
                             if os.path.exists(os.path.join(path, f)):
                                 os.chown(os.path.join(path, f), uid, uid)
         except OSError as exc:
-            log.debug("cgroup creation failed: %s", exc)
+            _warn_once(f"cobalt: cannot create a sandbox cgroup under {', '.join(self.bases.values())}: {exc}; "
+                       "programs that need one fail as sandbox errors")
             SandboxCgroup(self.version, dirs).remove()
             return None
-        if self.version == 2:
+        if self.version == 2 and nested:
             try:
                 _write(os.path.join(dirs["unified"], "cgroup.subtree_control"),
                        " ".join("+" + c for c in CONTROLLERS if c in _read(os.path.join(dirs["unified"], "cgroup.controllers"))))
             except (OSError, KeyError):
                 pass
         return SandboxCgroup(self.version, dirs)
+
+
+_WARNED: list = []
+
+
+def _warn_once(text: str) -> None:
+    """Log ``text`` at warning level, the first time a cgroup could not be made here."""
+    with _LOCK:
+        if _WARNED:
+            return
+        _WARNED.append(text)
+    log.warning(text)
 
 
 def _read(path: str) -> str:
@@ -235,9 +255,49 @@ def _detect() -> tuple[int, dict[str, str]] | None:
     if "" in own and "" in mounts and own[""] not in ("", "/"):
         path = mounts[""] + own[""]
         enabled = _read(os.path.join(path, "cgroup.subtree_control")).split()
+        if "memory" not in enabled and _delegated_to_us(path):
+            enabled = _enable_controllers(path)
         if "memory" in enabled and _usable(path):
             return 2, {"unified": path}
     return None
+
+
+HOST_LEAF = "cobalt-host"
+"""The leaf cgroup this process moves into when it enables controllers in a delegated
+v2 cgroup of its own (cgroup v2 lets only a cgroup without processes hand out controllers)."""
+
+
+def _delegated_to_us(path: str) -> bool:
+    """True for a v2 cgroup that this (non-root) user owns and may write (a delegated subtree,
+    such as the scope of ``systemd-run --user --scope -p Delegate=yes``) and whose
+    parent offers the memory controller."""
+    if os.geteuid() == 0:
+        return False  # root owns every cgroup: ownership says nothing about delegation
+    try:
+        owned = os.stat(path).st_uid == os.geteuid()
+    except OSError:
+        return False
+    return owned and os.access(path, os.W_OK) and "memory" in _read(os.path.join(path, "cgroup.controllers")).split()
+
+
+def _enable_controllers(path: str) -> list[str]:
+    """Move this cgroup's processes (this one and its children) into the leaf
+    :data:`HOST_LEAF`, then enable ``memory`` (and ``pids``) for its children;
+    returns the controllers enabled afterwards (empty on failure)."""
+    offered = _read(os.path.join(path, "cgroup.controllers")).split()
+    try:
+        leaf = os.path.join(path, HOST_LEAF)
+        os.makedirs(leaf, exist_ok=True)
+        for pid in _read(os.path.join(path, "cgroup.procs")).split():
+            try:
+                _write(os.path.join(leaf, "cgroup.procs"), pid)
+            except OSError:
+                pass  # gone meanwhile, or not ours
+        _write(os.path.join(path, "cgroup.subtree_control"), " ".join("+" + c for c in CONTROLLERS if c in offered))
+    except OSError as exc:
+        log.debug("cannot enable controllers in %s: %s", path, exc)
+        return []
+    return _read(os.path.join(path, "cgroup.subtree_control")).split()
 
 
 _DETECTED: list = []
@@ -245,23 +305,72 @@ _LOCK = threading.Lock()
 
 
 def manager() -> CgroupManager | None:
-    """The process-wide manager (detected once); warns once when none is usable."""
+    """The process-wide manager (detected once), or None when no cgroup is usable here."""
     with _LOCK:
         if not _DETECTED:
-            mgr = CgroupManager.detect()
-            _DETECTED.append(mgr)
-            if mgr is None:
-                log.warning(
-                    "cobalt: no writable cgroup under this process's own cgroup: memory is bounded per "
-                    "process (RLIMIT_AS) only, not per test (see docs/SECURITY.md)"
-                )
+            _DETECTED.append(CgroupManager.detect())
         return _DETECTED[0]
 
 
-def describe() -> str:
-    """One line saying which cgroup controllers sandboxes get here."""
+def usable_here(root: bool) -> CgroupManager | None:
+    """The manager that sandboxes use: as root any; without root only a delegated v2
+    subtree (v1 hierarchies need root). Warns once, listing the missing bounds."""
     mgr = manager()
+    if mgr is not None and not root and mgr.version != 2:
+        mgr = None
+    missing = missing_bounds(mgr, root)
+    if missing:
+        _warn_missing_once("cobalt: sandboxes here lack " + "; ".join(missing)
+                           + " (docs/SECURITY.md, 'Hosts without writable cgroups', says how to get them)")
+    return mgr
+
+
+def missing_bounds(mgr: CgroupManager | None, root: bool) -> list[str]:
+    """The bounds that sandboxes lack with ``mgr`` (None: no usable cgroup)."""
     if mgr is None:
-        return "cgroups: none writable under this process's own cgroup (per-process limits only)"
-    ctls = ", ".join(c if c != "unified" else "memory+pids (unified)" for c in mgr.bases)
-    return f"cgroups v{mgr.version}: {ctls} per sandbox and per test, under {', '.join(mgr.bases.values())}"
+        return ["a memory bound over all processes of a test or sandbox (RLIMIT_AS bounds each process "
+                "only; memfd, shared-memory and /tmp pages and /tmp's inodes are not bounded by memory)",
+                "a process bound per test beyond RLIMIT_NPROC"]
+    out = []
+    if not root:
+        out.append("per-test memory and process bounds (without root the whole sandbox is one cgroup)")
+    if mgr.version == 1 and "pids" not in mgr.bases:
+        out.append("a pids cgroup (RLIMIT_NPROC bounds the processes)")
+    return out
+
+
+_MISSING_WARNED: list = []
+
+
+def _warn_missing_once(text: str) -> None:
+    with _LOCK:
+        if _MISSING_WARNED:
+            return
+        _MISSING_WARNED.append(text)
+    log.warning(text)
+
+
+_ENTER_SCRIPT = 'while [ "$1" != -- ]; do echo 0 > "$1/cgroup.procs" || exit 125; shift; done; shift; exec "$@"'
+
+
+def enter_argv(cgroup_dirs: list[str], argv: list[str]) -> list[str]:
+    """``argv`` started inside the cgroups ``cgroup_dirs``: a shell moves itself into
+    each, then executes ``argv``, so that bubblewrap and every process of its sandbox
+    are born there (none can leave: the sandbox sees no cgroup). If a move fails, the
+    shell exits with status 125 and nothing runs."""
+    import shutil
+
+    return [shutil.which("sh") or "/bin/sh", "-c", _ENTER_SCRIPT, "sh", *cgroup_dirs, "--", *argv]
+
+
+def describe(root: bool) -> str:
+    """Which cgroup bounds sandboxes get here, and which are missing."""
+    mgr = usable_here(root)
+    missing = missing_bounds(mgr, root)
+    if mgr is None:
+        line = "cgroups: none usable here (per-process limits only)"
+    else:
+        ctls = ", ".join(c if c != "unified" else "memory+pids (unified)" for c in mgr.bases)
+        scope = "per sandbox and per test" if root else "per sandbox"
+        line = f"cgroups v{mgr.version}: {ctls} {scope}, under {', '.join(mgr.bases.values())}"
+    return line + ("; MISSING: " + "; ".join(missing) if missing else "")

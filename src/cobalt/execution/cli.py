@@ -57,7 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = Limits()
     lim.add_argument("--test-timeout", type=float, default=d.test_wall_s, help="wall seconds per test")
     lim.add_argument("--test-cpu", type=float, default=d.test_cpu_s, help="CPU seconds per test")
-    lim.add_argument("--memory-mb", type=int, default=d.memory_bytes >> 20, help="address-space limit per test, MiB")
+    lim.add_argument("--memory-mb", type=int, default=d.memory_bytes >> 20, help="memory limit per test, MiB: RLIMIT_AS of each process and, where a cgroup is usable as root, "
+                     "all processes of the test together")
     lim.add_argument("--program-timeout", type=float, default=d.program_wall_s,
                      help="wall seconds for all tests of a program (the paper's cap: 27)")
     lim.add_argument("--parallel-tests", type=int, default=d.test_parallelism,
@@ -165,7 +166,7 @@ def check_isolation(args: argparse.Namespace) -> int:
             version = sbx.check_sandbox()
             root = sbx._is_root()
             print(f"sandbox: {version}: namespaces pid, net, ipc, uts, cgroup, mount; "
-                  + ("root mode: fresh uid per sandbox, capabilities dropped" if root
+                  + ("root mode: fresh uid per sandbox, tests under a uid of their own, capabilities dropped" if root
                      else "user namespace, uid 65534"))
         except sbx.SandboxUnavailable as exc:
             ok = False
@@ -174,9 +175,9 @@ def check_isolation(args: argparse.Namespace) -> int:
         if sbx.seccomp_program() is None:
             print(f"seccomp: none for {platform.machine()}")
         else:
-            print("seccomp: user namespaces refused; foreign ABIs refused; " + ", ".join(sorted(refused)) + " refused")
-        print(cgroups.describe() if sbx._is_root() else
-              "cgroups: not used without root (per-process limits only)")
+            print("seccomp: user namespaces refused; foreign ABIs refused; IPv4/IPv6 sockets refused; fcntl file "
+                  "locks refused; " + ", ".join(sorted(refused)) + " refused")
+        print(cgroups.describe(sbx._is_root()))
     print(f"limits: {limits.test_wall_s:g} s wall and {limits.test_cpu_s:g} s CPU per test, "
           f"{limits.memory_bytes >> 20} MiB per test, {limits.test_parallelism} tests at once, "
           f"{limits.program_wall_s:g} s per program, {limits.max_processes} processes, "

@@ -34,8 +34,15 @@ CANCEL_POLL_S = 0.1
 MEMORY_ERROR_MARKERS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc")
 
 
-# Room for a record's JSON header and a return value beyond the stdout cap.
-RECORD_SLACK_BYTES = 16 << 20
+RECORD_HEADER_BYTES = 1 << 20
+"""Room for a record's JSON header (its stderr head and tail, escaped) beyond its
+stdout and return value, each of which is capped at ``Limits.output_bytes``."""
+
+
+def max_record_bytes(limits: Limits) -> int:
+    """The largest record the host accepts from a runner: stdout and a return value,
+    each within the output cap, and the header."""
+    return 2 * int(limits.output_bytes) + RECORD_HEADER_BYTES
 
 
 class RecordReader:
@@ -102,6 +109,10 @@ class RecordReader:
         return out
 
 
+class CgroupUnavailable(RuntimeError):
+    """A configured cgroup could not be made for one sandbox (that program is a sandbox error)."""
+
+
 class NoSandboxWarning(UserWarning):
     """Programs are running without isolation."""
 
@@ -136,10 +147,13 @@ class LocalExecutor:
         self._in_flight = 0
         self._lock = threading.Lock()
         self._cgroups = None
-        if sandbox == "bwrap" and cgroups and sbx._is_root():
+        # As root the runner makes one cgroup per test inside the sandbox's; without
+        # root (tests share the runner's uid) the sandbox is one cgroup, not seen inside.
+        self._nested_cgroups = sbx._is_root()
+        if sandbox == "bwrap" and cgroups:
             from cobalt.execution import cgroups as cg
 
-            self._cgroups = cg.manager()
+            self._cgroups = cg.usable_here(self._nested_cgroups)
         sbx.raise_stack_limit()
         if sandbox == "bwrap":
             sandbox_mod_check = sandbox_check_cached()
@@ -186,19 +200,25 @@ class LocalExecutor:
         if fn_name and opts.call_mode == "lossy":
             code, fn_name = lossy_program(program, fn_name), None
         try:
+            def judge_now(idx: int, rec: dict) -> tuple[bool, Status, str]:
+                return self._judge_one_safely(tests.inputs[idx], tests.outputs[idx], rec, opts, fn_name)
+
             def test_failed(idx: int, rec: dict) -> bool:
-                return not self._judge_one_safely(tests.inputs[idx], tests.outputs[idx], rec, opts, fn_name)[0]
+                return not rec["verdict"][0]
 
             failed = test_failed if opts.stop_on_first_failure else None
             with self._lock:
                 self._in_flight += 1
             try:
-                records, error, stats = self._execute(code, list(tests.inputs), fn_name, opts, len(tests), failed, cancel)
+                records, error, stats = self._execute(code, list(tests.inputs), fn_name, opts, len(tests), failed, cancel,
+                                                      judge=judge_now)
             finally:
                 with self._lock:
                     self._in_flight -= 1
         except sbx.SandboxUnavailable:
             raise
+        except CgroupUnavailable as exc:
+            return ExecutionResult.failure(len(tests), f"sandbox error: {exc}")
         except Exception as exc:  # never let one program fail a batch
             log.exception("sandbox failure")
             return ExecutionResult.failure(len(tests), f"sandbox error: {type(exc).__name__}: {exc}")
@@ -209,14 +229,20 @@ class LocalExecutor:
             return ExecutionResult.failure(len(tests), f"could not judge the program: {type(exc).__name__}: {exc}")
 
     def _job(self, code: str, inputs: list[str], fn_name: str | None, opts: ExecOptions) -> dict[str, Any]:
+        uid = sbx.fresh_uid() if self.sandbox == "bwrap" else None
         job: dict[str, Any] = {
             "code": code,
             "inputs": inputs,
             "fn_name": fn_name,
             "limits": asdict(self.limits),
-            "uid": sbx.fresh_uid() if self.sandbox == "bwrap" else None,
+            "uid": uid,
+            "test_uid": sbx.test_uid(uid),
             "own_pid_namespace": self.sandbox == "bwrap",
         }
+        bad = {i: why for i, why in enumerate(map(undeliverable_input, inputs)) if why}
+        if bad:
+            job["undeliverable"] = sorted(bad)
+            job["inputs"] = ["" if i in bad else inp for i, inp in enumerate(inputs)]
         if opts.allow_packages:
             py = sbx.python_install()
             job["sys_path_extra"] = list(py.site_packages) + list(py.venv_site_packages)
@@ -242,12 +268,17 @@ class LocalExecutor:
 
     def _execute(
         self, code: str, inputs: list[str], fn_name: str | None, opts: ExecOptions, n_tests: int, failed=None,
-        cancel: threading.Event | None = None,
+        cancel: threading.Event | None = None, judge=None,
     ) -> tuple[dict[int, dict], str | None, dict]:
         """Start the sandbox, stream records back, and stop as soon as ``failed(i, record)``
         says so (stop-on-first-failure: the runner then waits for the host's word before
         each next test, so none starts after the host decided to stop). Returns the
-        records by test index and an error text for records that never came."""
+        records by test index and an error text for records that never came.
+
+        With ``judge(i, record)``, each record is judged as it arrives: its verdict is
+        kept under ``"verdict"`` and its raw stdout and return value are freed at once,
+        so the host holds at most one record's bytes per program (plus the reader's
+        buffer), never the raw output of every test until the end."""
         res_r, res_w = os.pipe()
         ctl_r = ctl_w = None
         if failed is not None:
@@ -257,21 +288,31 @@ class LocalExecutor:
         job["result_fd"] = res_w
         job["control_fd"] = ctl_r
         job["parallel"] = self._parallel_tests(opts)
-        cgroup = self._cgroups.create(job.get("uid"), self.limits, job["parallel"]) if self._cgroups else None
-        if cgroup is not None:
-            from cobalt.execution.cgroups import TEST_SLACK_BYTES
-
-            job["cgroup"] = {"version": cgroup.version, "slack": TEST_SLACK_BYTES,
-                             "dirs": {c: f"{sbx.CGROUP_IN_SANDBOX}/{c}" for c in cgroup.dirs}}
+        cgroup = (self._cgroups.create(job.get("uid"), self.limits, job["parallel"], nested=self._nested_cgroups)
+                  if self._cgroups else None)
+        if self._cgroups is not None and cgroup is None:
+            for fd in (res_r, res_w, filter_fd, ctl_r, ctl_w):
+                if fd is not None:
+                    os.close(fd)
+            raise CgroupUnavailable("the sandbox's cgroup could not be created: the program was not run "
+                                    "(it would have run without its memory bound)")
+        if cgroup is not None and self._nested_cgroups:
+            # Each test's cgroup gets exactly the memory limit the user set (no slack).
+            job["cgroup"] = {"version": cgroup.version, "dirs": {c: f"{sbx.CGROUP_IN_SANDBOX}/{c}" for c in cgroup.dirs}}
         payload = marshal.dumps(job)  # host -> runner only: the runner needs no json to read it
         env = dict(sbx.MINIMAL_ENV)
         cg_fds = {}
-        if cgroup is not None:
+        if cgroup is not None and self._nested_cgroups:
             cg_fds = {c: os.open(d, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) for c, d in cgroup.dirs.items()}
         passed = [res_w] + [fd for fd in (filter_fd, ctl_r) if fd is not None] + list(cg_fds.values())
+        argv = self._argv(opts, filter_fd, cg_fds)
+        if cgroup is not None and not self._nested_cgroups:
+            from cobalt.execution.cgroups import enter_argv
+
+            argv = enter_argv(list(cgroup.dirs.values()), argv)
         try:
             proc = subprocess.Popen(
-                self._argv(opts, filter_fd, cg_fds),
+                argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
@@ -294,7 +335,7 @@ class LocalExecutor:
         error = None
         deadline = time.monotonic() + self.limits.program_wall_s + HOST_GRACE_S
         stop_early = False
-        reader = RecordReader(self.limits.output_bytes + RECORD_SLACK_BYTES)
+        reader = RecordReader(max_record_bytes(self.limits))
         try:
             _write_all_then_close(proc, payload)
             stderr_chunks: list[bytes] = []
@@ -325,6 +366,10 @@ class LocalExecutor:
                         if not isinstance(idx, int) or idx in records or not 0 <= idx < n_tests:
                             raise RuntimeError(f"sandbox protocol violation (record {idx!r})")
                         records[idx] = rec
+                        if judge is not None:
+                            rec["verdict"] = judge(idx, rec)
+                            rec.pop("stdout", None)
+                            rec.pop("ret", None)
                         if failed is not None:
                             if failed(idx, rec):
                                 stop_early = True
@@ -377,7 +422,7 @@ class LocalExecutor:
                 walls.append(0.0)
                 cpus.append(0.0)
                 continue
-            ok, st, text = self._judge_one_safely(inp, expected, rec, opts, fn_name)
+            ok, st, text = rec["verdict"] if "verdict" in rec else self._judge_one_safely(inp, expected, rec, opts, fn_name)
             passing.append(ok)
             status.append(st.value)
             fb.append(text)
@@ -397,6 +442,16 @@ class LocalExecutor:
             reason = f"the output could not be judged: {type(exc).__name__}: {str(exc)[:200]}"
             return False, Status.WRONG_ANSWER, feedback.test_feedback(inp, "", expected, error=reason, profile=opts.profile)
 
+    def _over_limits(self, rec: dict) -> bool:
+        """True when the test's measured wall time or CPU time (its children and
+        orphans included) exceeds its limit, whatever else the record says: a test that held
+        up its runner must not pass on a finished-looking record."""
+        try:
+            wall, cpu = float(rec.get("wall", 0.0)), float(rec.get("cpu", 0.0))
+        except (TypeError, ValueError):
+            return True
+        return wall > self.limits.test_wall_s or cpu > self.limits.test_cpu_s
+
     def _judge_one(
         self, inp: str, expected: str, rec: dict, opts: ExecOptions, fn_name: str | None
     ) -> tuple[bool, Status, str]:
@@ -411,7 +466,10 @@ class LocalExecutor:
                 error=(stderr + "\n" if stderr else "") + f"MemoryError: the test used more than {limit_mib:g} MiB",
                 profile=opts.profile,
             )
-        if rec.get("skipped") or rec.get("timeout"):
+        if rec.get("undeliverable"):
+            reason = "the test's input could not be delivered to the program: " + (undeliverable_input(inp) or "")
+            return False, Status.RUNTIME_ERROR, feedback.test_feedback(inp, "", expected, error=reason, profile=opts.profile)
+        if rec.get("skipped") or rec.get("timeout") or self._over_limits(rec):
             return False, Status.TIMEOUT, feedback.test_feedback(inp, shown_output, expected, timed_out_after=self.limits.test_wall_s, profile=opts.profile)
         exit_code = rec.get("exit")
         if exit_code in (-signal.SIGXCPU, -signal.SIGKILL) and rec.get("cpu", 0.0) >= self.limits.test_cpu_s - 0.05:
@@ -449,6 +507,18 @@ class LocalExecutor:
         return ok, (Status.PASSED if ok else Status.WRONG_ANSWER), feedback.test_feedback(
             inp, shown_output, expected, profile=opts.profile
         )
+
+
+def undeliverable_input(text: str) -> str | None:
+    """Why ``text`` cannot be written to a test's stdin (None when it can). A test's
+    input reaches the program as UTF-8 bytes (the code points U+DC80..U+DCFF standing
+    for raw bytes, as Python's surrogateescape decodes them); any other lone surrogate,
+    valid in JSON, has no byte form."""
+    try:
+        text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:
+        return f"it holds a lone surrogate (U+{ord(text[exc.start]):04X} at character {exc.start}), which has no UTF-8 form"
+    return None
 
 
 def feedback_program_timeout(cap_s: float) -> str:

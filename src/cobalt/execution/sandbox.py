@@ -147,8 +147,20 @@ def _system_dirs() -> list[str]:
 #   and shared memory (msgget, semget, shmget) and POSIX message queues (mq_open):
 #   those live until the sandbox's IPC namespace dies, outside every per-test limit,
 #   and would carry state from one test to the next;
+# - channels between sandboxes through the files they share read-only (/usr, the
+#   interpreter): inotify (it also sees the host's own opens of those files), fanotify,
+#   and file locks (flock, and fcntl's record and open-file-description locks), which
+#   every sandbox running at the same time would see;
+# - IPv4 and IPv6 sockets: the sandbox has no network, and the socket buffers of
+#   loopback TCP and UDP are charged neither to a memory cgroup (v1 leaves TCP
+#   accounting off) nor to RLIMIT_AS, so they were memory outside every bound
+#   (unix sockets stay: their buffers are charged to the sender);
 # - other system-call ABIs (i386, x32 on x86_64), outright.
 CLONE_NEWUSER = 0x10000000
+REFUSED_SOCKET_FAMILIES = (2, 10)
+"""AF_INET and AF_INET6: ``socket`` with either domain gets EPERM."""
+LOCK_FCNTL_COMMANDS = (5, 6, 7, 36, 37, 38)
+"""F_GETLK, F_SETLK, F_SETLKW and the F_OFD_* variants: ``fcntl`` with them gets EPERM."""
 
 
 @dataclass(frozen=True)
@@ -159,18 +171,22 @@ class SyscallTable:
     unshare: int
     clone: int
     clone3: int
+    socket: int
+    fcntl: int
     refused: tuple[tuple[str, int], ...]
     """(name, number) of the calls that always get EPERM."""
 
 
 _SECCOMP_ARCH = {
-    "x86_64": SyscallTable(0xC000003E, 272, 56, 435, (
+    "x86_64": SyscallTable(0xC000003E, 272, 56, 435, 41, 72, (
         ("add_key", 248), ("request_key", 249), ("keyctl", 250),
         ("msgget", 68), ("semget", 64), ("shmget", 29), ("mq_open", 240),
+        ("inotify_init", 253), ("inotify_init1", 294), ("fanotify_init", 300), ("flock", 73),
     )),
-    "aarch64": SyscallTable(0xC00000B7, 97, 220, 435, (
+    "aarch64": SyscallTable(0xC00000B7, 97, 220, 435, 198, 25, (
         ("add_key", 217), ("request_key", 218), ("keyctl", 219),
         ("msgget", 186), ("semget", 190), ("shmget", 194), ("mq_open", 180),
+        ("inotify_init1", 26), ("fanotify_init", 262), ("flock", 32),
     )),
 }
 _X32_SYSCALL_BIT = 0x40000000
@@ -187,6 +203,16 @@ def refused_syscalls(machine: str | None = None) -> dict[str, int]:
     """Name -> number of the system calls the filter refuses outright on ``machine``."""
     table = _SECCOMP_ARCH.get(machine or platform.machine())
     return dict(table.refused) if table else {}
+
+
+def _refuse_arg_values(nr: int, arg: int, values: tuple[int, ...], eperm: int) -> list[bytes]:
+    """Instructions: system call ``nr`` whose argument ``arg`` (low 32 bits) is one of
+    ``values`` gets EPERM; any other value is allowed; other calls fall through."""
+    body = [_bpf(_LD_ABS, 16 + 8 * arg)]
+    for v in values:
+        body += [_bpf(_JEQ, v, 0, 1), _bpf(_RET, eperm)]
+    body.append(_bpf(_RET, _RET_ALLOW))
+    return [_bpf(_JEQ, nr, 0, len(body))] + body
 
 
 def seccomp_program(machine: str | None = None) -> bytes | None:
@@ -208,6 +234,8 @@ def seccomp_program(machine: str | None = None) -> bytes | None:
     ]
     for _name, nr in t.refused:
         prog += [_bpf(_JEQ, nr, 0, 1), _bpf(_RET, eperm)]
+    prog += _refuse_arg_values(t.socket, 0, REFUSED_SOCKET_FAMILIES, eperm)
+    prog += _refuse_arg_values(t.fcntl, 1, LOCK_FCNTL_COMMANDS, eperm)
     prog += [
         _bpf(_JEQ, t.unshare, 2, 0),             # -> flags check
         _bpf(_JEQ, t.clone, 1, 0),               # -> flags check
@@ -228,7 +256,7 @@ def seccomp_fd() -> int | None:
         return None
     r, w = os.pipe()
     try:
-        os.write(w, prog)  # under 300 bytes: always fits the pipe's buffer
+        os.write(w, prog)  # well under 1 KiB: always fits the pipe's buffer
     finally:
         os.close(w)
     return r
@@ -421,6 +449,12 @@ def fresh_uid() -> int | None:
         return None
     lo, hi = UID_RANGE
     return lo + secrets.randbelow(hi - lo)
+
+
+def test_uid(uid: int | None) -> int | None:
+    """The uid that the test processes of a root-mode sandbox run as: not the
+    runner's own, so that a test can neither signal nor trace its runner."""
+    return None if uid is None else uid + 1
 
 
 def raise_stack_limit() -> None:
