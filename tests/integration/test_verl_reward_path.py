@@ -188,7 +188,8 @@ async def test_scores_through_verl_reward_loop(problems, reward_env, capsys):
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("cobalt reward:")]
     mean_score = (1.0 + 1.0 + FAILING_SCORE - 1.0 + 0.25) / 5
     assert lines == [lines[0]] and lines[0].startswith(
-        "cobalt reward: 5 training responses judged (4 with a program, 16 tests run, 0 failed); "
+        "cobalt reward: 5 training responses judged (4 with a program, 16 tests run, 0 failed, "
+        "0 not evaluated: infrastructure); "
         f"means: score {mean_score:.3f}, correctness ")
 
 

@@ -32,8 +32,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_profile_argument(parser)
 
 
-def load_table(path: str | Path, *, profile: str, pass_n: int | None):
-    """The :class:`cobalt.evaluation.passk.PassTable` of one evaluated records file."""
+def load_table(path: str | Path, *, profile: str, pass_n: int | None, flagged: list[str] | None = None):
+    """The :class:`cobalt.evaluation.passk.PassTable` of one evaluated records file.
+
+    A record whose public feedback holds an evaluator-failure text
+    (:func:`cobalt.evaluation.hidden.evaluator_failure`) is left out of the table
+    and described in ``flagged`` when given.
+    """
+    from cobalt.evaluation.hidden import evaluator_failure
     from cobalt.evaluation.passk import estimator_n, pass_table
     from cobalt.io import RecordError, iter_jsonl
 
@@ -41,6 +47,12 @@ def load_table(path: str | Path, *, profile: str, pass_n: int | None):
     for line, rec in iter_jsonl(path):
         if not isinstance(rec, dict) or not isinstance(rec.get("samples"), list):
             raise RecordError(path, line, "samples", "missing (not an inference record)")
+        failure = evaluator_failure(rec)
+        if failure is not None:
+            if flagged is not None:
+                flagged.append(f"{path}:{line}: problem {rec.get('id')}: not scored: its rollout fed an evaluator "
+                               f"failure to the model ({failure}); rerun its rollout")
+            continue
         for i, sample in enumerate(rec["samples"]):
             for j, turn in enumerate(sample.get("turns") or []):
                 if "hidden_pass_rate" not in turn:
@@ -98,7 +110,9 @@ def write_report(runs: Sequence[str | Path], out_dir: str | Path, *, labels: Seq
     if labels is not None and len(labels) != len(runs):
         raise ValueError(f"{len(labels)} labels for {len(runs)} runs")
     labels = list(labels) if labels is not None else [Path(r).name.split(".")[0] for r in runs]
-    tables = [(label, load_table(run, profile=profile, pass_n=pass_n)) for label, run in zip(labels, runs)]
+    flagged: list[str] = []
+    tables = [(label, load_table(run, profile=profile, pass_n=pass_n, flagged=flagged))
+              for label, run in zip(labels, runs)]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     body = format_table(tables)
@@ -106,6 +120,9 @@ def write_report(runs: Sequence[str | Path], out_dir: str | Path, *, labels: Seq
     for label, table in tables:
         n = table.n if table.n is not None else "each problem's own sample count"
         lines.append(f"- {label}: {table.problems} problems, n = {n} (profile {profile})")
+    if flagged:
+        lines += ["", f"{len(flagged)} record(s) left out: their rollout fed an evaluator failure to the model "
+                  "(see the flagged list)."]
     if note:
         lines += ["", note]
     markdown = "\n".join(lines) + "\n"
@@ -114,7 +131,7 @@ def write_report(runs: Sequence[str | Path], out_dir: str | Path, *, labels: Seq
     write_csv(csv_path, tables)
     plot(png_path, tables, title)
     return {"markdown": markdown, "table": body, "md": str(md_path), "csv": str(csv_path), "png": str(png_path),
-            "tables": {label: table.to_dict() for label, table in tables}}
+            "tables": {label: table.to_dict() for label, table in tables}, "flagged": flagged}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -134,4 +151,9 @@ def run(args: argparse.Namespace) -> int:
         return 1
     print(result["markdown"])
     print(f"wrote {result['md']}, {result['csv']}, {result['png']}", file=sys.stderr)
+    for line in result["flagged"][:10]:
+        print(f"cobalt report: {line}", file=sys.stderr)
+    if result["flagged"]:
+        print(f"cobalt report: {len(result['flagged'])} record(s) flagged and left out of the table", file=sys.stderr)
+        return 1
     return 0
