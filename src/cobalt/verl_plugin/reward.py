@@ -98,7 +98,7 @@ def flatten_for_verl(result: Mapping[str, Any] | float, *, failed: bool = False)
     nested = nested if isinstance(nested, Mapping) else {}
     flat: dict[str, Any] = {key: _number_or_none(result.get(key, nested.get(key))) for key in _NUMBER_KEYS}
     flat["score"] = float(result["score"])
-    failed = failed or bool(result.get("eval_failed"))
+    failed = failed or bool(result.get("eval_failed")) or bool(result.get("reward_failed"))  # flattened twice
     acc = 0.0 if failed else flat["acc"]
     if acc is None and flat["pass_rate"] is not None:
         acc = 1.0 if flat["pass_rate"] >= 1.0 else 0.0
