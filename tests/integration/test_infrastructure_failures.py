@@ -291,3 +291,24 @@ def test_eval_and_report_flag_records_fed_an_evaluator_failure(tmp_path, leetcod
     assert f"problem {bad.task_id}: not scored" in proc.stderr and "1 record(s) flagged" in proc.stderr
     assert "1 record(s) left out" in (tmp_path / "report" / "pass_at_1.md").read_text()
     assert "| 0 | 100.00 |" in proc.stdout  # the one scored problem passes; the flagged one is not a 0
+
+
+def test_preproc_taco_and_exec_without_bwrap_exit_fast_and_write_nothing(tmp_path):
+    """Verification by reference solutions runs programs: no sandbox is an error, never 'unverified'."""
+    no_bwrap = tmp_path / "empty-bin"
+    no_bwrap.mkdir()
+    env = _env(PATH=str(no_bwrap))
+    output = tmp_path / "taco.jsonl"
+    proc, seconds = _cobalt("preproc-taco", "--input", str(REPO / "tests" / "fixtures" / "taco" /
+                                                          "taco_verified_sample.jsonl"),
+                            "--output", str(output), "--no-progress", env=env)
+    assert proc.returncode == 1 and seconds < 30
+    assert _one_line(proc.stderr).startswith("cobalt preproc-taco: sandbox: bubblewrap (bwrap) is not installed")
+    assert not output.exists()
+
+    code, tests = tmp_path / "p.py", tmp_path / "t.json"
+    code.write_text("print(input())\n")
+    tests.write_text(json.dumps({"inputs": ["1\n"], "outputs": ["1"]}))
+    proc, seconds = _cobalt("exec", "--code", str(code), "--tests", str(tests), env=env)
+    assert proc.returncode == 1 and seconds < 30 and proc.stdout == ""
+    assert _one_line(proc.stderr).startswith("cobalt exec: sandbox: bubblewrap (bwrap) is not installed")
