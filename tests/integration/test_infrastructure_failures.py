@@ -312,3 +312,44 @@ def test_preproc_taco_and_exec_without_bwrap_exit_fast_and_write_nothing(tmp_pat
     proc, seconds = _cobalt("exec", "--code", str(code), "--tests", str(tests), env=env)
     assert proc.returncode == 1 and seconds < 30 and proc.stdout == ""
     assert _one_line(proc.stderr).startswith("cobalt exec: sandbox: bubblewrap (bwrap) is not installed")
+
+
+def test_eval_sandbox_failure_mid_run_leaves_the_record_for_the_rerun(tmp_path, leetcode_problems):
+    """The sandbox works for the pre-flight check, then fails: no record is scored 0, exit 1; after
+    the fix the rerun evaluates every record."""
+    chosen = leetcode_problems[:2]
+    records = tmp_path / "rollout.jsonl"
+    records.write_text("".join(json.dumps(_old_record(p, "Wrong answer")) + "\n" for p in chosen))
+    counter = tmp_path / "runs"
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    wrapper = folder / "bwrap"
+    wrapper.write_text(  # the first sandbox (the pre-flight check) works, every later one fails to start
+        "#!/bin/sh\n"
+        "if [ \"$1\" != \"--version\" ]; then\n"
+        f"  echo x >> '{counter}'\n"
+        f"  if [ $(wc -l < '{counter}') -gt 1 ]; then echo 'bwrap: setting up uid map: Permission denied' >&2; exit 1; fi\n"
+        "fi\n"
+        f"exec {shutil.which('bwrap')} \"$@\"\n")
+    wrapper.chmod(0o755)
+    evaluated = tmp_path / "eval.jsonl"
+    args = ("eval", "--input", str(records), "--output", str(evaluated), "--no-progress")
+    first, _ = _cobalt(*args, env=_env(PATH=f"{folder}:{os.environ['PATH']}"))
+    assert first.returncode == 1 and "Traceback" not in first.stderr
+    assert _lines(evaluated) == []
+    assert "the evaluator could not judge a program" in first.stderr and "rerun the same command" in first.stderr
+
+    second, _ = _cobalt(*args)
+    assert second.returncode == 0, second.stderr[-2000:]
+    out = _lines(evaluated)
+    assert sorted(r["id"] for r in out) == sorted(p.task_id for p in chosen)
+    assert all(t["hidden_pass_rate"] == 1.0 for r in out for t in r["samples"][0]["turns"])
+
+
+def test_demo_without_bwrap_is_one_line(tmp_path):
+    no_bwrap = tmp_path / "empty-bin"
+    no_bwrap.mkdir()
+    proc, seconds = _cobalt("demo", "--work-dir", str(tmp_path / "demo"), env=_env(PATH=str(no_bwrap)))
+    assert proc.returncode == 1 and seconds < 30
+    assert _one_line(proc.stderr).startswith("cobalt demo: sandbox: bubblewrap (bwrap) is not installed")
+    assert not (tmp_path / "demo").exists()
