@@ -287,7 +287,8 @@ async def acheck_engine(engine: Any, *, timeout_s: float = PREFLIGHT_TIMEOUT_S) 
     """The engine a command will use can serve.
 
     A server engine (openai, litellm) gets one request without retries
-    (``engine.check()``), bounded by ``timeout_s``; a local engine's model must
+    (``engine.check()``), bounded by ``timeout_s``, and its connections are closed
+    again (``engine.aclose()``); a local engine's model must
     exist when it is given as a path (loading it is left to the run). Returns a
     description; raises :class:`PreflightError` (one line naming the engine and the fix).
     """
@@ -300,7 +301,11 @@ async def acheck_engine(engine: Any, *, timeout_s: float = PREFLIGHT_TIMEOUT_S) 
             raise PreflightError(f"engine {name}: the model path {model} does not exist; fix --model")
         return f"{name} ({model})"
     try:
-        await asyncio.wait_for(engine.check(), timeout_s)
+        try:
+            await asyncio.wait_for(engine.check(), timeout_s)
+        finally:
+            # connections made here belong to this event loop: the run's loop opens its own
+            await engine.aclose()
     except asyncio.TimeoutError:
         raise PreflightError(f"engine {name}: no answer within {timeout_s:g} s; start the server or fix "
                              "--base-url") from None
