@@ -202,6 +202,7 @@ def test_breaker_stops_a_run_against_a_failing_model_server(tmp_path, leetcode_p
     assert stop == ["cobalt rollout: stopped: 20 engine or evaluator failures in a row; last error: EngineError: "
                     f"openai engine ({base_url}, model test-model): HTTP 500: scripted error 500. Fix the engine or "
                     "evaluator and rerun the same command to resume"]
+    assert proc.stderr.strip().splitlines()[-1] == stop[0]
     assert 20 <= requests < 30  # stopped early, not after all 50 problems
     assert _lines(output) == []
 

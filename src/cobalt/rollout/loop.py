@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from cobalt.data.problems import ProblemRecord
 from cobalt.engines.base import Completion, Engine, SamplingParams
 from cobalt.execution.base import ExecutionResult, TestCases
-from cobalt.health import FailureBreaker, InfrastructureError
+from cobalt.health import BreakerOpen, FailureBreaker, InfrastructureError
 from cobalt.io import counts_dict
 from cobalt.rollout.turns import NO_CODE_FEEDBACK, failing_public_result, next_user_message
 from cobalt.text import HISTORY_MAX_CHARS, extract_code, history_text
@@ -349,6 +349,8 @@ async def run_rollout(problems: Iterable[ProblemRecord], engine: Engine, client:
                                            on_turn=on_turn, breaker=breaker)
             write(record)
             stats.problems_done += 1
+        except BreakerOpen:  # the run stops; the breaker's one line says why
+            stats.problems_failed += 1
         except Exception as exc:  # one problem's failure must not stop the others
             stats.problems_failed += 1
             stats.errors.append(f"{problem.id}: {type(exc).__name__}: {exc}")
