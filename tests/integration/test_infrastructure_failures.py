@@ -315,17 +315,13 @@ def test_preproc_taco_and_exec_without_bwrap_exit_fast_and_write_nothing(tmp_pat
     assert _one_line(proc.stderr).startswith("cobalt exec: sandbox: bubblewrap (bwrap) is not installed")
 
 
-def test_eval_sandbox_failure_mid_run_leaves_the_record_for_the_rerun(tmp_path, leetcode_problems):
-    """The sandbox works for the pre-flight check, then fails: no record is scored 0, exit 1; after
-    the fix the rerun evaluates every record."""
-    chosen = leetcode_problems[:2]
-    records = tmp_path / "rollout.jsonl"
-    records.write_text("".join(json.dumps(_old_record(p, "Wrong answer")) + "\n" for p in chosen))
+def _bwrap_that_works_once(tmp_path: Path) -> Path:
+    """A folder with a ``bwrap`` whose first sandbox (the pre-flight check) works and every later one fails."""
     counter = tmp_path / "runs"
     folder = tmp_path / "bin"
     folder.mkdir()
     wrapper = folder / "bwrap"
-    wrapper.write_text(  # the first sandbox (the pre-flight check) works, every later one fails to start
+    wrapper.write_text(
         "#!/bin/sh\n"
         "if [ \"$1\" != \"--version\" ]; then\n"
         f"  echo x >> '{counter}'\n"
@@ -333,6 +329,16 @@ def test_eval_sandbox_failure_mid_run_leaves_the_record_for_the_rerun(tmp_path, 
         "fi\n"
         f"exec {shutil.which('bwrap')} \"$@\"\n")
     wrapper.chmod(0o755)
+    return folder
+
+
+def test_eval_sandbox_failure_mid_run_leaves_the_record_for_the_rerun(tmp_path, leetcode_problems):
+    """The sandbox works for the pre-flight check, then fails: no record is scored 0, exit 1; after
+    the fix the rerun evaluates every record."""
+    chosen = leetcode_problems[:2]
+    records = tmp_path / "rollout.jsonl"
+    records.write_text("".join(json.dumps(_old_record(p, "Wrong answer")) + "\n" for p in chosen))
+    folder = _bwrap_that_works_once(tmp_path)
     evaluated = tmp_path / "eval.jsonl"
     args = ("eval", "--input", str(records), "--output", str(evaluated), "--no-progress")
     first, _ = _cobalt(*args, env=_env(PATH=f"{folder}:{os.environ['PATH']}"))
@@ -354,3 +360,21 @@ def test_demo_without_bwrap_is_one_line(tmp_path):
     assert proc.returncode == 1 and seconds < 30
     assert _one_line(proc.stderr).startswith("cobalt demo: sandbox: bubblewrap (bwrap) is not installed")
     assert not (tmp_path / "demo").exists()
+
+
+def test_exec_jobs_not_judged_by_a_failing_sandbox_are_redone(tmp_path):
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text("".join(json.dumps({"id": f"j{i}", "code": "print(int(input()) * 2)",
+                                        "test_cases": {"inputs": [f"{i}\n"], "outputs": [str(2 * i)]}}) + "\n"
+                            for i in range(3)))
+    results = tmp_path / "results.jsonl"
+    args = ("exec", "--input", str(jobs), "--output", str(results), "--no-progress")
+    folder = _bwrap_that_works_once(tmp_path)
+    first, _ = _cobalt(*args, env=_env(PATH=f"{folder}:{os.environ['PATH']}"))
+    assert first.returncode == 1 and "Traceback" not in first.stderr
+    assert _lines(results) == []  # no job is recorded as failing
+    assert "0 judged, 0 bad job(s), 3 not judged because the evaluator failed (rerun to retry them)" in first.stderr
+
+    second, _ = _cobalt(*args)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert sorted((r["id"], r["passing"]) for r in _lines(results)) == [("j0", [True]), ("j1", [True]), ("j2", [True])]
