@@ -86,8 +86,14 @@ def _line(stage: str, text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the demo; 0 when every stage worked."""
-    return asyncio.run(_main(args))
+    """Run the demo; 0 when every stage worked. A sandbox or model that cannot work is one line and exit 1."""
+    from cobalt.health import InfrastructureError, PreflightError
+
+    try:
+        return asyncio.run(_main(args))
+    except (PreflightError, InfrastructureError) as exc:
+        print(f"cobalt demo: {exc}", file=sys.stderr)
+        return 1
 
 
 async def _main(args: argparse.Namespace) -> int:
@@ -98,8 +104,11 @@ async def _main(args: argparse.Namespace) -> int:
     from cobalt.io import resume_settings, run_settings, save_settings
     from cobalt.profile import profile_from_args
 
+    from cobalt.health import acheck_engine, check_evaluator
+
     started = time.perf_counter()
     profile = str(profile_from_args(args))
+    check_evaluator("embedded", sandbox="none" if args.no_sandbox else "bwrap")
     work = args.work_dir
     settings = run_settings(args, profile=profile)
     refused = resume_settings(work / "rollout.jsonl", settings)
@@ -146,6 +155,7 @@ async def _main(args: argparse.Namespace) -> int:
     if args.engine == "transformers":
         options["device"] = "cpu" if tiny else "auto"
     engine = create_engine(args.engine, model, **options)
+    await acheck_engine(engine)
     if args.max_tokens is None:
         args.max_tokens = 48 if tiny else 2048
     # The tiny model's text is noise either way; greedy decoding spares top-p over 151,936

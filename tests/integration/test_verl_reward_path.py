@@ -188,7 +188,8 @@ async def test_scores_through_verl_reward_loop(problems, reward_env, capsys):
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("cobalt reward:")]
     mean_score = (1.0 + 1.0 + FAILING_SCORE - 1.0 + 0.25) / 5
     assert lines == [lines[0]] and lines[0].startswith(
-        "cobalt reward: 5 training responses judged (4 with a program, 16 tests run, 0 failed); "
+        "cobalt reward: 5 training responses judged (4 with a program, 16 tests run, 0 failed, "
+        "0 not evaluated: infrastructure); "
         f"means: score {mean_score:.3f}, correctness ")
 
 
@@ -245,6 +246,42 @@ async def test_timed_out_evaluation_is_shaped_as_pass_rate_zero(problems, reward
     assert scores == pytest.approx([FAILING_SCORE, FAILING_SCORE - 0.1, 0.0], abs=1e-9)
     assert [out["reward_extra_info"]["pass_rate"] for out in outputs] == [0.0, 0.0, 0.0]
     assert all("timed out" in out["reward_extra_info"]["reason"] for out in outputs)
+    # a timeout of the program is scored as the original scores it, never counted as an infrastructure error
+    assert [out["reward_extra_info"]["infra_failed"] for out in outputs] == [0, 0, 0]
+
+
+async def test_manager_stops_when_evaluations_cannot_run(problems, reward_env, monkeypatch, tmp_path, capsys):
+    """No bubblewrap on PATH: every evaluation fails to run. The rows keep the original's score, the
+    manager's log line counts them, and above the share (5% by default) the run stops with one line."""
+    from cobalt.execution import local, sandbox
+    from cobalt.health import InfrastructureError
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    sandbox.check_sandbox.cache_clear()
+    monkeypatch.setattr(local, "_SANDBOX_VERSION", None)
+    area = problems["maximum-area-of-longest-diagonal-rectangle"]
+    worker = worker_for("cobalt", "+reward.reward_kwargs.log_every=4")
+    rows = [row(area, answer(area.reference), call_ground_truth(area), split="train") for _ in range(4)]
+    try:
+        with pytest.raises(InfrastructureError) as caught:
+            await worker.compute_score_batch(build_batch(worker.input_tokenizer, rows))
+    finally:
+        sandbox.check_sandbox.cache_clear()
+    assert str(caught.value) == (
+        "cobalt reward: stopped: 4 of the last 4 training responses could not be evaluated (more than 5%: the "
+        "evaluator or the sandbox is failing); fix it and resume from the last checkpoint")
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("cobalt reward:")]
+    assert len(lines) == 1 and "4 failed, 4 not evaluated: infrastructure" in lines[0]
+
+
+async def test_manager_goes_on_at_or_below_the_share(problems, reward_env):
+    """One window of good rows: nothing counted, no stop; a share of 0 would stop at the first failure."""
+    area = problems["maximum-area-of-longest-diagonal-rectangle"]
+    worker = worker_for("cobalt", "+reward.reward_kwargs.log_every=2", "+reward.reward_kwargs.max_infra_share=0.5")
+    rows = [row(area, answer(area.reference), call_ground_truth(area), split="train") for _ in range(2)]
+    outputs = await worker.compute_score_batch(build_batch(worker.input_tokenizer, rows))
+    assert [out["reward_score"] for out in outputs] == [1.0, 1.0]
+    assert [out["reward_extra_info"]["infra_failed"] for out in outputs] == [0, 0]
 
 
 @pytest.mark.parametrize(

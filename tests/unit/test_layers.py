@@ -25,6 +25,7 @@ LAYERS: dict[str, int] = {
     # base: services every stage may use
     "cobalt.execution": 2,
     "cobalt.engines": 2,
+    "cobalt.health": 2,  # pre-flight checks and the failure breaker (uses execution and engines)
     "cobalt.reward": 3,  # scores programs through the execution layer
     # data sets, problem records and the inference-record schema
     "cobalt.data": 4,

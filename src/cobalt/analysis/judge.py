@@ -10,9 +10,12 @@ in the ``paper`` profile, tolerantly in ``cobalt``
 (:func:`cobalt.prompts.read_judge_verdict`).
 
 A reply without a readable verdict is kept (``verdict`` null) and counted,
-never dropped. A request that fails is retried with exponential backoff; a
-case whose requests all fail is not written (so a rerun tries it again),
-counted, and makes the command exit with status 1. Output: the case plus the
+never dropped. The engine's own retries are the one retry layer (``--retries``,
+default 0, adds whole-case retries on top for flaky providers); a case whose
+requests all fail is not written (so a rerun tries it again), counted, and
+makes the command exit with status 1. Before the first case the engine is
+checked with one request; the run stops through the failure breaker
+(:mod:`cobalt.health`) when the engine keeps failing. Output: the case plus the
 judge's fields, appended per case and resumable by ``id``; a summary beside it.
 
 In ``cobalt`` several judgments per case (``--judgments K``) give a majority
@@ -38,7 +41,8 @@ DEFAULT_ENGINE = "openai"
 DEFAULT_TEMPERATURE = 1.0
 DEFAULT_TOP_P = 1.0
 DEFAULT_MAX_NEW_TOKENS = 32000
-DEFAULT_RETRIES = 3
+DEFAULT_RETRIES = 0
+"""Whole-case retries on top of the engine's own (0: the engine's retries are the only layer)."""
 DEFAULT_CONCURRENCY = 8
 CASE_FIELDS = ("id", "question", "new_program")
 """Fields every input case must have."""
@@ -161,16 +165,21 @@ async def judge_cases(engine: Any, cases: Sequence[tuple[int, Mapping[str, Any]]
                       profile: Profile | str = Profile.PAPER, params: Any = None, retries: int = DEFAULT_RETRIES,
                       backoff_s: float = 1.0, concurrency: int = DEFAULT_CONCURRENCY,
                       template_dir: str | None = None, summary: JudgeSummary | None = None,
-                      progress: bool = True, source: str = "") -> JudgeSummary:
+                      progress: bool = True, source: str = "", breaker: Any = None) -> JudgeSummary:
     """Judge ``cases`` (``(line, case)`` pairs) with ``engine``, writing each result to ``out`` as it completes.
 
     ``out`` has a ``write(record)`` method (a :class:`cobalt.io.JsonlAppender`).
     Each case gets one request for ``params.n`` replies, tried ``1 + retries``
-    times with exponential backoff from ``backoff_s`` seconds.
+    times with exponential backoff from ``backoff_s`` seconds. ``breaker`` (default: a new
+    :class:`cobalt.health.FailureBreaker`) counts every request; once it opens,
+    :class:`cobalt.health.BreakerOpen` is raised and the cases not yet judged stay unwritten.
     """
     from tqdm.auto import tqdm
 
     from cobalt.engines.base import SamplingParams
+    from cobalt.health import FailureBreaker
+
+    breaker = breaker if breaker is not None else FailureBreaker("judge engine")
 
     profile = resolve_profile(profile)
     params = params or SamplingParams(n=1, temperature=DEFAULT_TEMPERATURE, top_p=DEFAULT_TOP_P,
@@ -184,10 +193,13 @@ async def judge_cases(engine: Any, cases: Sequence[tuple[int, Mapping[str, Any]]
         messages = judge_messages(case, template_dir)
         async with semaphore:
             for attempt in range(retries + 1):
+                breaker.check()
                 try:
                     completions = (await engine.generate([messages], params))[0]
+                    breaker.success()
                     break
                 except Exception as exc:  # noqa: BLE001 - any failure of a request is retried, then counted
+                    breaker.failure(exc)
                     if attempt == retries:
                         summary.failed += 1
                         summary.errors.append(f"{source}:{line}: case {case.get('id')!r}: judge request failed "
@@ -325,7 +337,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           help="replies per case, combined by majority vote with the agreement rate reported "
                           "(cobalt profile only; the paper asks once)")
     parser.add_argument("--retries", type=int, default=DEFAULT_RETRIES,
-                        help="retries of a failed request (exponential backoff), on top of the backend's own")
+                        help="whole-case retries on top of the engine's own retries (exponential backoff; "
+                        "0 keeps one retry layer)")
     parser.add_argument("--backoff", type=float, default=1.0, help="first backoff delay in seconds (doubles each retry)")
     parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="cases in flight at once")
     parser.add_argument("--template-dir", default=None,
@@ -340,6 +353,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``cobalt judge``."""
     from cobalt.engines import EngineError, SamplingParams
     from cobalt.engines.cli import engine_from_args
+    from cobalt.health import BreakerOpen, PreflightError, check_engine
     from cobalt.io import JsonlAppender, resume_guard, save_settings, write_json_atomic
     from cobalt.prompts import load_template
 
@@ -368,8 +382,14 @@ def run(args: argparse.Namespace) -> int:
     if refused:
         print(f"cobalt judge: {refused}", file=sys.stderr)
         return 2
+    try:
+        check_engine(engine)
+    except PreflightError as exc:
+        print(f"cobalt judge: {exc}", file=sys.stderr)
+        return 1
     save_settings(output, "cobalt judge", settings)
     summary = JudgeSummary(profile.value)
+    stopped = None
     with JsonlAppender(output) as out:
         todo = read_cases(input_path, summary, out.done)
         if args.limit is not None:
@@ -384,7 +404,10 @@ def run(args: argparse.Namespace) -> int:
             finally:
                 await engine.aclose()
 
-        asyncio.run(main())
+        try:
+            asyncio.run(main())
+        except BreakerOpen as exc:
+            stopped = str(exc)
     extraction = input_path.with_name(input_path.name + ".summary.json")
     config = {
         "profile": profile.value,
@@ -407,4 +430,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  mean agreement over {params.n} judgments: {d['mean_agreement']:.3f}")
     for err in summary.errors[:20]:
         print(f"  {err}", file=sys.stderr)
+    if stopped is not None:
+        print(f"cobalt judge: {stopped}", file=sys.stderr)
+        return 1
     return 1 if summary.failed or (summary.cases_read and summary.bad_cases == summary.cases_read) else 0

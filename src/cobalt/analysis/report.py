@@ -30,11 +30,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--note", default=None, help="a line printed under the table (e.g. what the model is)")
 
 
-def load_table(path: str | Path):
-    """The :class:`cobalt.evaluation.passk.PassTable` of one evaluated records file (as ``cobalt eval`` makes it)."""
+def load_table(path: str | Path, *, flagged: list[str] | None = None):
+    """The :class:`cobalt.evaluation.passk.PassTable` of one evaluated records file (as ``cobalt eval`` makes it).
+
+    A record whose public feedback holds an evaluator-failure text is left out of
+    the table and described in ``flagged`` when given.
+    """
     from cobalt.evaluation.passk import load_pass_table
 
-    return load_pass_table(path)
+    return load_pass_table(path, flagged=flagged)
 
 
 def write_csv(path: Path, tables: Sequence[tuple[str, object]]) -> None:
@@ -85,13 +89,17 @@ def write_report(runs: Sequence[str | Path], out_dir: str | Path, *, labels: Seq
     if labels is not None and len(labels) != len(runs):
         raise ValueError(f"{len(labels)} labels for {len(runs)} runs")
     labels = list(labels) if labels is not None else [Path(r).name.split(".")[0] for r in runs]
-    tables = [(label, load_table(run)) for label, run in zip(labels, runs)]
+    flagged: list[str] = []
+    tables = [(label, load_table(run, flagged=flagged)) for label, run in zip(labels, runs)]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     body = format_table(tables)
     lines = [f"# {title}", "", body, ""]
     for label, table in tables:
         lines += [f"- {label}: {line}" for line in table.notes()]
+    if flagged:
+        lines += ["", f"{len(flagged)} record(s) left out: their rollout fed an evaluator failure to the model "
+                  "(see the flagged list)."]
     if note:
         lines += ["", note]
     markdown = "\n".join(lines) + "\n"
@@ -99,8 +107,9 @@ def write_report(runs: Sequence[str | Path], out_dir: str | Path, *, labels: Seq
     md_path.write_text(markdown, encoding="utf-8")
     write_csv(csv_path, tables)
     plot(png_path, tables, title)
-    return {"markdown": markdown, "table": body, "notes": [(label, t.notes()) for label, t in tables], "md": str(md_path), "csv": str(csv_path), "png": str(png_path),
-            "tables": {label: table.to_dict() for label, table in tables}}
+    return {"markdown": markdown, "table": body, "notes": [(label, t.notes()) for label, t in tables],
+            "md": str(md_path), "csv": str(csv_path), "png": str(png_path),
+            "tables": {label: table.to_dict() for label, table in tables}, "flagged": flagged}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -126,4 +135,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"cobalt report: note: {label}: {line}", file=sys.stderr)
     print(result["markdown"])
     print(f"wrote {result['md']}, {result['csv']}, {result['png']}", file=sys.stderr)
+    for line in result["flagged"][:10]:
+        print(f"cobalt report: {line}", file=sys.stderr)
+    if result["flagged"]:
+        print(f"cobalt report: {len(result['flagged'])} record(s) flagged and left out of the table", file=sys.stderr)
+        return 1
     return 0

@@ -361,15 +361,20 @@ async def find_passing_solution(client, solutions: Sequence[str], tests: TestCas
 
     With a function name and ``call_mode`` 'stdin' or 'lossy', each solution runs
     as a stdin program with the appended driver line (the original's check), so
-    the client's own call mode does not matter."""
+    the client's own call mode does not matter. An evaluator that could not run a
+    solution raises :class:`cobalt.health.InfrastructureError`."""
     if tests.fn_name and call_mode != "call":
         from cobalt.execution.local import lossy_program
 
         fn_name = tests.fn_name
         tests = TestCases(tests.inputs, tests.outputs, None)
         solutions = [lossy_program(code, fn_name) for code in solutions]
+    from cobalt.health import InfrastructureError
+
     for index, code in enumerate(solutions):
         result = await client.evaluate(code, tests)
+        if result.infrastructure_error:  # not a verdict on the reference: never drop the problem for it
+            raise InfrastructureError(f"the evaluator could not run a reference solution: {result.error}")
         if result.all_passed:
             return index
     return None
@@ -584,7 +589,8 @@ def evaluator_client(cfg: TacoConfig, concurrency: int | None = None):
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``cobalt preproc-taco``."""
+    """Run ``cobalt preproc-taco``: the evaluator is checked first, and one that fails is one line, exit 1."""
+    from cobalt.health import InfrastructureError, PreflightError, preflight
     from cobalt.io import resume_guard, save_settings
 
     cfg = config_from_args(args)
@@ -592,11 +598,16 @@ def run(args: argparse.Namespace) -> int:
     if refused:
         print(f"cobalt preproc-taco: {refused}", file=sys.stderr)
         return 2
-    save_settings(args.output, "cobalt preproc-taco", settings)
     client = evaluator_client(cfg, args.concurrency)
     output = Path(args.output)
-    summary = asyncio.run(clean_file(args.input, output, cfg, client, split=args.split, limit=args.limit,
-                                     window=args.window, progress=not args.no_progress))
+    try:
+        preflight(evaluator=client.mode, ray_address=client.ray_address)
+        save_settings(args.output, "cobalt preproc-taco", settings)
+        summary = asyncio.run(clean_file(args.input, output, cfg, client, split=args.split, limit=args.limit,
+                                         window=args.window, progress=not args.no_progress))
+    except (PreflightError, InfrastructureError) as exc:
+        print(f"cobalt preproc-taco: {exc}", file=sys.stderr)
+        return 1
     print(summary.format(f"TACO ({cfg.profile} profile) -> {output}"))
     print(f"summary written to {sidecar_paths(output)[1]}")
     return 0

@@ -50,6 +50,42 @@ def backoff_delay(attempt: int, base: float, cap: float, retry_after: float | No
     return min(cap, base * (2 ** attempt)) * (0.5 + random.random() / 2)
 
 
+CONNECT_TIMEOUT_S = 10.0
+"""Connect timeout of the server engines: an endpoint that does not accept a connection
+within it counts as unreachable. The read timeout (``--timeout``, 600 s by default) stays
+long, since one long generation may take minutes."""
+UNREACHABLE_ATTEMPTS = 3
+"""Attempts of a request that met an unreachable endpoint (connection refused or reset,
+no connection within :data:`CONNECT_TIMEOUT_S`, no answer within the read timeout), whatever
+``max_retries`` allows; between them the backoff is at most :data:`UNREACHABLE_BACKOFF_CAP_S`."""
+UNREACHABLE_BACKOFF_CAP_S = 2.0
+
+_UNREACHABLE_NAMES = frozenset({
+    "APIConnectionError", "APITimeoutError", "Timeout", "TimeoutError", "ConnectError", "ConnectTimeout",
+    "ReadTimeout", "PoolTimeout", "ClientConnectorError", "ClientConnectionError", "ServerDisconnectedError",
+    "RemoteProtocolError", "ConnectionError", "ConnectionRefusedError", "ConnectionResetError",
+    "EndpointConnectionError",
+})
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """True when ``exc`` (or an exception it wraps) says the endpoint could not be reached or did not answer.
+
+    >>> is_unreachable(ConnectionRefusedError()), is_unreachable(asyncio.TimeoutError()), is_unreachable(KeyError())
+    (True, True, False)
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, (asyncio.TimeoutError, ConnectionError)):
+            return True
+        if any(cls.__name__ in _UNREACHABLE_NAMES for cls in type(current).__mro__):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 async def call_with_retries(
     make_call: Callable[[], Awaitable[T]],
     *,
@@ -69,7 +105,9 @@ async def call_with_retries(
     """Await ``make_call()`` inside ``sem``, each attempt limited to ``timeout`` seconds, with retries.
 
     A failure that ``retryable`` accepts is retried up to ``max_retries`` times
-    after :func:`backoff_delay` (``retry_after(exc)`` wins when not None); each
+    after :func:`backoff_delay` (``retry_after(exc)`` wins when not None), an
+    unreachable endpoint (:func:`is_unreachable`) at most :data:`UNREACHABLE_ATTEMPTS`
+    attempts in all, so that a dead endpoint is reported within about 30 s; each
     retry is one warning on ``log``, ``"<name>: <describe(exc)>; retry i/max in s"``
     passed through ``redact_text``. The last failure, or one that is not
     retryable, raises ``error(describe(exc))`` (with the number of attempts
@@ -85,10 +123,14 @@ async def call_with_retries(
                 raise
             except Exception as exc:  # noqa: BLE001 - classified below
                 failure = exc
-        if not retryable(failure) or attempt >= max_retries:
+        unreachable = is_unreachable(failure)
+        limit = min(max_retries, UNREACHABLE_ATTEMPTS - 1) if unreachable else max_retries
+        if not retryable(failure) or attempt >= limit:
             tries = f" (after {attempt + 1} attempts)" if attempt else ""
             raise error(describe(failure) + tries) from None
         delay = backoff_delay(attempt, backoff, max_backoff, retry_after(failure))
+        if unreachable:
+            delay = min(delay, UNREACHABLE_BACKOFF_CAP_S)
         log.warning(f"{name}: %s; retry %d/%d in %.2f s", redact_text(describe(failure)), attempt + 1,
                     max_retries, delay)
         attempt += 1

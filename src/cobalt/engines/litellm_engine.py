@@ -14,8 +14,9 @@ requests of one (Bedrock). Only the sampling parameters a provider supports
 are sent (Bedrock takes no ``seed``). Thinking goes to self-hosted
 OpenAI-compatible servers as ``chat_template_kwargs.enable_thinking``; other
 providers ignore it (one warning). LiteLLM's own retries are off: this engine
-retries 429, 408, 5xx, timeouts and dropped connections with exponential
-backoff (``Retry-After`` wins), times out each attempt, and bounds requests in
+retries 429, 408 and 5xx with exponential backoff (``Retry-After`` wins), and
+timeouts and dropped connections at most 3 attempts in all (the one retry
+layer, :func:`cobalt.engines._common.call_with_retries`), times out each attempt, and bounds requests in
 flight with one semaphore.
 
 Credentials: the OpenAI key from ``api_key=`` (flags ``--api-key`` /

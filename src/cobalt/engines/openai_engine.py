@@ -5,9 +5,12 @@ speaks ``POST /v1/chat/completions``. Per conversation it sends one request
 asking for ``n`` choices (or several, with ``n_per_request``); thinking goes
 to the server's chat template as ``chat_template_kwargs.enable_thinking`` in
 the request body. Requests in flight are bounded by one semaphore per engine
-(created inside the running loop), each attempt has a timeout, and 429, 5xx,
-timeouts and dropped connections are retried with exponential backoff (a
-``Retry-After`` header wins). 4xx errors other than 429 fail at once.
+(created inside the running loop), each attempt has a timeout (connect: 10 s,
+``CONNECT_TIMEOUT_S``; read: ``timeout``, 600 s by default, since a long
+generation takes minutes), and 429 and 5xx are retried with exponential backoff
+(a ``Retry-After`` header wins) up to ``max_retries`` times, while timeouts and
+refused or dropped connections get at most 3 attempts in all (a dead endpoint
+is reported within about 30 s). 4xx errors other than 429 fail at once.
 
 The API key comes from ``api_key=`` or ``$OPENAI_API_KEY``, the base URL from
 ``base_url=`` or ``$OPENAI_BASE_URL``; the key never appears in
@@ -21,6 +24,7 @@ import os
 from typing import Any, Sequence
 
 from cobalt.engines._common import (
+    CONNECT_TIMEOUT_S,
     call_with_retries,
     chat_completions_in_requests,
     conversation_seed,
@@ -107,10 +111,11 @@ class OpenAIEngine(Engine):
         loop = asyncio.get_running_loop()
         if self._client is not None and self._loop is loop:
             return
+        import httpx
         from openai import AsyncOpenAI
 
-        self._client = AsyncOpenAI(api_key=self._api_key, base_url=self.base_url, timeout=self.timeout,
-                                   max_retries=0)
+        timeout = httpx.Timeout(self.timeout, connect=min(CONNECT_TIMEOUT_S, self.timeout))
+        self._client = AsyncOpenAI(api_key=self._api_key, base_url=self.base_url, timeout=timeout, max_retries=0)
         self._sem = asyncio.Semaphore(self.max_in_flight)
         self._loop = loop
 

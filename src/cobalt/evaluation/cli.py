@@ -11,6 +11,12 @@ original; ``cobalt``: the program of the full response. In both, the
 estimator's n is the number of samples drawn for each problem; problems whose
 count differs from the rollout's ``samples``, trajectories shorter than the
 table and problems without hidden tests are reported (stderr and summary).
+
+Before the first problem the evaluator is checked (bubblewrap, or the Ray
+address); a program the evaluator could not run leaves its record out (redone
+on the next run, exit status 1), and the run stops through the failure breaker
+(:mod:`cobalt.health`). A record whose rollout fed an evaluator failure to the
+model is flagged, not scored.
 """
 from __future__ import annotations
 
@@ -43,15 +49,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def evaluate_file(input_path: str | Path, write, client, *, profile: str, enable_thinking: bool | None,
-                        history_max_chars: int, max_problems: int, done: set, stats, progress=None) -> list[str]:
+                        history_max_chars: int, max_problems: int, done: set, stats, progress=None,
+                        breaker=None) -> list[str]:
     """Evaluate every record of ``input_path`` not in ``done``; ``write`` each as it finishes.
 
-    Returns the error messages of records that could not be evaluated (left out of the output).
+    Returns the error messages of records that could not be evaluated (left out of the output):
+    bad records, records whose evaluation met an infrastructure error, and records flagged by
+    :func:`cobalt.evaluation.hidden.evaluator_failure`. ``breaker`` (a
+    :class:`cobalt.health.FailureBreaker`) counts the evaluator calls; once it opens, the
+    remaining records are not started and :class:`cobalt.health.BreakerOpen` is raised.
     """
     import asyncio
 
-    from cobalt.evaluation.hidden import evaluate_record
+    from cobalt.evaluation.hidden import evaluate_record, evaluator_failure
+    from cobalt.health import BreakerOpen, FailureBreaker, InfrastructureError
     from cobalt.io import RecordError, iter_jsonl
+
+    breaker = breaker if breaker is not None else FailureBreaker("evaluator")
 
     errors: list[str] = []
     slots = asyncio.Semaphore(max_problems)
@@ -59,10 +73,21 @@ async def evaluate_file(input_path: str | Path, write, client, *, profile: str, 
 
     async def one(line: int, record) -> None:
         try:
+            flagged = evaluator_failure(record) if isinstance(record, dict) else None
+            if flagged is not None:
+                stats.problems_failed += 1
+                errors.append(f"{input_path}:{line}: problem {record.get('id')}: not scored: its rollout fed an "
+                              f"evaluator failure to the model ({flagged}); rerun its rollout")
+                return
             out = await evaluate_record(record, client, profile=profile, enable_thinking=enable_thinking,
                                         history_max_chars=history_max_chars, stats=stats, path=str(input_path),
-                                        line=line)
+                                        line=line, breaker=breaker)
             write(out)
+        except BreakerOpen:
+            stats.problems_failed += 1
+        except InfrastructureError as exc:
+            stats.problems_failed += 1
+            errors.append(f"{input_path}:{line}: {exc}; rerun the same command to retry it")
         except (RecordError, KeyError, TypeError, ValueError) as exc:
             stats.problems_failed += 1
             errors.append(str(exc) if isinstance(exc, RecordError) else f"{input_path}:{line}: {exc!r}")
@@ -80,9 +105,13 @@ async def evaluate_file(input_path: str | Path, write, client, *, profile: str, 
                 progress.update(1)
             continue
         await slots.acquire()
+        if breaker.tripped is not None:
+            slots.release()
+            break
         tasks.append(asyncio.create_task(one(line, record)))
     if tasks:
         await asyncio.gather(*tasks)
+    breaker.check()
     return errors
 
 
@@ -106,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
     from cobalt.evaluation.passk import format_table, load_pass_table
     from cobalt.execution.base import ExecOptions
     from cobalt.execution.client import EvaluatorClient
+    from cobalt.health import BreakerOpen, PreflightError, preflight
     from cobalt.io import (MAX_SAVED_ERRORS, JsonlAppender, RecordError, count_unique_records, empty_input_warning,
                            resume_guard, save_settings, write_json_atomic)
     from cobalt.profile import profile_from_args
@@ -127,6 +157,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"cobalt eval: {refused}", file=sys.stderr)
         return 2
     thinking = {"auto": None, "on": True, "off": False}[args.enable_thinking]
+    try:
+        preflight(evaluator=args.evaluator, ray_address=args.ray_address)
+    except PreflightError as exc:
+        print(f"cobalt eval: {exc}", file=sys.stderr)
+        return 1
     client = EvaluatorClient(mode=args.evaluator, ray_address=args.ray_address, timeout_s=args.eval_timeout,
                              max_concurrency=args.eval_concurrency, options=ExecOptions(profile=profile))
     stats = EvalStats()
@@ -144,6 +179,9 @@ def run(args: argparse.Namespace) -> int:
                                                max_problems=max(1, args.max_problems),
                                                done={str(d) for d in out.done}, stats=stats, progress=bar))
         except RecordError as exc:
+            print(f"cobalt eval: {exc}", file=sys.stderr)
+            return 1
+        except BreakerOpen as exc:
             print(f"cobalt eval: {exc}", file=sys.stderr)
             return 1
         finally:

@@ -8,8 +8,12 @@ Which program a turn stands for depends on the profile:
 - ``cobalt``: the program of the full response (the one that was executed on the
   public tests during the rollout).
 
-Each distinct program of a problem runs once; no program or a failed/timed-out
-call scores 0. The hidden pass rate of each turn is written into the record
+Each distinct program of a problem runs once; no program or a timed-out call
+scores 0. A call that the evaluator could not run (an infrastructure error:
+the sandbox or the service failed) is never a score: the record is left out
+(raising :class:`~cobalt.health.InfrastructureError`) and redone on the next
+run. A record whose rollout fed an evaluator failure to the model (an output
+of an older version) is flagged by :func:`evaluator_failure`, not scored. The hidden pass rate of each turn is written into the record
 (``hidden_pass_rate``), so that the output feeds ``cobalt build-prompts``.
 """
 from __future__ import annotations
@@ -19,7 +23,18 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from cobalt.data.problems import ProblemRecord, problem_from_dict
+from cobalt.health import FailureBreaker, InfrastructureError
 from cobalt.rollout.loop import extract_program
+from cobalt.rollout.turns import EVALUATOR_ERROR_FEEDBACK
+
+EVALUATOR_FAILURE_PREFIXES = (
+    EVALUATOR_ERROR_FEEDBACK.split("{")[0],
+    "evaluator call failed:",
+    "evaluation failed:",
+    "sandbox error:",
+    "could not judge the program:",
+)
+"""Starts of the public feedback texts that an evaluator failure left in a turn (never a verdict on a program)."""
 from cobalt.text import HISTORY_MAX_CHARS, history_text
 
 
@@ -49,14 +64,40 @@ def turn_program(turn: Mapping[str, Any], *, profile: str, enable_thinking: bool
     return extract_program(response, profile)
 
 
+def evaluator_failure(record: Mapping[str, Any]) -> str | None:
+    """Where a record's public feedback holds an evaluator-failure text instead of a verdict, else None.
+
+    Such a record comes from a rollout that fed an infrastructure failure to the
+    model as repair feedback; its later turns answer that text, so it cannot
+    be scored: rerun its rollout.
+
+    >>> turn = {"public": {"passing": [False], "feedback": ["evaluator call failed: ConnectionError"]}}
+    >>> evaluator_failure({"samples": [{"turns": [turn]}]})
+    'samples[0].turns[0]: evaluator call failed: ConnectionError'
+    """
+    for i, sample in enumerate(record.get("samples") or []):
+        if not isinstance(sample, Mapping):
+            continue
+        for j, turn in enumerate(sample.get("turns") or []):
+            public = turn.get("public") if isinstance(turn, Mapping) else None
+            if not isinstance(public, Mapping):
+                continue
+            for text in public.get("feedback") or []:
+                if isinstance(text, str) and text.lstrip().startswith(EVALUATOR_FAILURE_PREFIXES):
+                    return f"samples[{i}].turns[{j}]: {' '.join(text.split())[:200]}"
+    return None
+
+
 async def evaluate_record(record: Mapping[str, Any], client: Any, *, profile: str = "paper",
                           enable_thinking: bool | None = None, history_max_chars: int = HISTORY_MAX_CHARS,
                           stats: EvalStats | None = None, path: str = "<records>", line: int | None = None,
-                          on_turn: Any = None) -> dict:
+                          on_turn: Any = None, breaker: FailureBreaker | None = None) -> dict:
     """A copy of ``record`` with ``hidden_pass_rate`` set on every turn.
 
     ``enable_thinking`` None: the record's own ``enable_thinking`` field (what the
     rollout used), else False. A problem without hidden tests gets ``None`` rates.
+    A program the evaluator could not run raises :class:`~cobalt.health.InfrastructureError`;
+    ``breaker`` counts every evaluator call.
     """
     stats = stats if stats is not None else EvalStats()
     problem: ProblemRecord = problem_from_dict(record, path=path, line=line)
@@ -84,14 +125,24 @@ async def evaluate_record(record: Mapping[str, Any], client: Any, *, profile: st
         rates = {p: None for p in distinct}
     else:
         async def judge(program: str) -> None:
+            if breaker is not None:
+                breaker.check()
             try:
                 result = await client.evaluate(program, problem.hidden)
-            except Exception:  # the client never raises for a program; a crash here scores 0
+            except Exception as exc:  # the machine could not run it: an infrastructure error, never a 0
                 stats.evaluator_errors += 1
-                rates[program] = 0.0
-                return
-            if result.error is not None:
+                if breaker is not None:
+                    breaker.failure(exc)
+                raise InfrastructureError(f"problem {problem.id}: the evaluator could not run a program: "
+                                          f"{type(exc).__name__}: {exc}") from None
+            if result.infrastructure_error:
                 stats.evaluator_errors += 1
+                if breaker is not None:
+                    breaker.failure(result.error)
+                raise InfrastructureError(f"problem {problem.id}: the evaluator could not judge a program: "
+                                          f"{result.error or 'sandbox error'}")
+            if breaker is not None:
+                breaker.success()
             rates[program] = result.pass_rate
             stats.programs_run += 1
             if on_turn is not None:

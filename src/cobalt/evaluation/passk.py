@@ -227,9 +227,15 @@ def format_table(tables: Sequence[tuple[str, PassTable]]) -> str:
     return "\n".join(lines)
 
 
-def read_evaluated(path: str | Path) -> list[dict]:
+def read_evaluated(path: str | Path, flagged: list[str] | None = None) -> list[dict]:
     """The evaluated records of ``path``, checked: each has samples with ``hidden_pass_rate`` on every turn,
-    and no id twice (:class:`cobalt.io.RecordError` names the file, line and field)."""
+    and no id twice (:class:`cobalt.io.RecordError` names the file, line and field).
+
+    A record whose public feedback holds an evaluator-failure text
+    (:func:`cobalt.evaluation.hidden.evaluator_failure`) is left out, and described in
+    ``flagged`` when given: its rollout fed an infrastructure failure to the model.
+    """
+    from cobalt.evaluation.hidden import evaluator_failure
     from cobalt.io import RecordError, check_unique_id, iter_jsonl
 
     records, seen = [], {}
@@ -237,6 +243,12 @@ def read_evaluated(path: str | Path) -> list[dict]:
         if not isinstance(rec, dict) or not isinstance(rec.get("samples"), list):
             raise RecordError(path, line, "samples", "missing (not an inference record)")
         check_unique_id(rec.get("id"), seen, path=path, line=line)
+        failure = evaluator_failure(rec)
+        if failure is not None:
+            if flagged is not None:
+                flagged.append(f"{path}:{line}: problem {rec.get('id')}: not scored: its rollout fed an evaluator "
+                               f"failure to the model ({failure}); rerun its rollout")
+            continue
         for i, sample in enumerate(rec["samples"]):
             for j, turn in enumerate(sample.get("turns") or []):
                 if not isinstance(turn, Mapping) or "hidden_pass_rate" not in turn:
@@ -272,14 +284,16 @@ def _saved_config(path: str | Path) -> dict:
     return loaded if isinstance(loaded, dict) else {}
 
 
-def load_pass_table(path: str | Path, *, rollout: str | Path | None = None) -> PassTable:
+def load_pass_table(path: str | Path, *, rollout: str | Path | None = None,
+                    flagged: list[str] | None = None) -> PassTable:
     """The Pass@1 table of one evaluated records file, as eval, report and the demo all compute it.
 
     The run's samples come from ``<rollout>.config.json``; ``rollout`` defaults
     to the ``input`` saved in ``<path>.config.json`` (what ``cobalt eval``
-    read), and without one the most common count is the run's.
+    read), and without one the most common count is the run's. Records that
+    hold an evaluator failure are left out and described in ``flagged``.
     """
-    records = read_evaluated(path)
+    records = read_evaluated(path, flagged)
     if rollout is None:
         settings = _saved_config(path).get("settings") or {}
         rollout = settings.get("input") if isinstance(settings, Mapping) else None

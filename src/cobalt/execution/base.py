@@ -36,6 +36,8 @@ class Status(str, enum.Enum):
     MEMORY_LIMIT = "memory_limit"
     OUTPUT_LIMIT = "output_limit"
     SANDBOX_ERROR = "sandbox_error"
+    """The infrastructure status: the sandbox or the evaluator could not judge the test
+    (never a verdict on the program; see :attr:`ExecutionResult.infrastructure_error`)."""
     SKIPPED = "skipped"
 
 
@@ -196,6 +198,12 @@ class ExecutionResult:
     def pass_rate(self) -> float:
         """Fraction of tests passed (0.0 for an empty test set)."""
         return sum(self.passing) / len(self.passing) if self.passing else 0.0
+
+    @property
+    def infrastructure_error(self) -> bool:
+        """True when the sandbox, the service or the evaluator could not judge the program
+        (a test with status ``sandbox_error``): not a score, the program must be run again."""
+        return Status.SANDBOX_ERROR.value in self.status
 
     @property
     def all_passed(self) -> bool:

@@ -125,23 +125,39 @@ def run(args: argparse.Namespace) -> int:
     """Entry point of ``cobalt exec``."""
     if args.check:
         return check_isolation(args)
+    from cobalt.health import BreakerOpen, PreflightError, preflight
+
     if args.code or args.tests:
         if not (args.code and args.tests):
             print("cobalt exec: --code and --tests go together", file=sys.stderr)
             return 2
-        return asyncio.run(_run_one(args))
-    if not (args.input and args.output):
+    elif not (args.input and args.output):
         print("cobalt exec: give --input and --output, or --code and --tests (see --help)", file=sys.stderr)
         return 2
-    from cobalt.io import resume_guard, save_settings
+    settings = None
+    if not args.code:
+        from cobalt.io import resume_guard
 
-    settings, refused = resume_guard(args, [args.input])
-    if refused:
-        print(f"cobalt exec: {refused}", file=sys.stderr)
-        return 2
+        settings, refused = resume_guard(args, [args.input])
+        if refused:
+            print(f"cobalt exec: {refused}", file=sys.stderr)
+            return 2
+    try:
+        preflight(evaluator=args.evaluator, ray_address=args.ray_address,
+                  sandbox="none" if args.no_sandbox else "bwrap")
+    except PreflightError as exc:
+        print(f"cobalt exec: {exc}", file=sys.stderr)
+        return 1
+    if args.code:
+        return asyncio.run(_run_one(args))
+    from cobalt.io import save_settings
+
     try:
         save_settings(args.output, "cobalt exec", settings)
         return asyncio.run(run_jobs(args.input, args.output, make_client(args), progress=not args.no_progress))
+    except BreakerOpen as exc:
+        print(f"cobalt exec: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         # A full or read-only output disk: the results already written are whole
         # lines, and a rerun on a roomier disk resumes after them.
@@ -196,6 +212,9 @@ async def _run_one(args: argparse.Namespace) -> int:
         print(f"cobalt exec: {exc}", file=sys.stderr)
         return 2
     result = await make_client(args).evaluate(code, tests)
+    if result.infrastructure_error:
+        print(f"cobalt exec: the evaluator could not judge the program: {result.error}", file=sys.stderr)
+        return 1
     print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     return 0 if result.all_passed else 1
 
@@ -227,12 +246,18 @@ def _validate_job(rec: Any, path: Path, line: int):
 
 async def run_jobs(input_path: Path, output_path: Path, client, *, progress: bool = True) -> int:
     """Judge every job of ``input_path`` not yet in ``output_path``; append results as they finish.
-    Returns 0, or 1 when some jobs were bad (they still get an error line)."""
+
+    Returns 0, or 1 when some jobs were bad (they still get an error line) or could not be
+    judged because the evaluator failed (an infrastructure error: no line, redone on the
+    next run). Raises :class:`cobalt.health.BreakerOpen` when the evaluator keeps failing."""
     from tqdm import tqdm
 
+    from cobalt.health import FailureBreaker
     from cobalt.io import JsonlAppender, RecordError, iter_jsonl
 
     bad = 0
+    infra: list[str] = []
+    breaker = FailureBreaker("evaluator")
     with JsonlAppender(output_path) as out:
         pending: list[tuple[Any, str, Any]] = []
         errors: list[RecordError] = []
@@ -260,16 +285,27 @@ async def run_jobs(input_path: Path, output_path: Path, client, *, progress: boo
         bar = tqdm(total=len(pending), desc="exec", unit="prog", disable=not progress, file=sys.stderr)
 
         async def one(job_id: Any, code: str, tests: Any) -> None:
-            from cobalt.execution.base import ExecutionResult
-
+            breaker.check()
             try:
                 result = await client.evaluate(code, tests)
-            except Exception as exc:  # one job's failure is that job's failing result
-                result = ExecutionResult.failure(len(tests), f"evaluation failed: {type(exc).__name__}: {exc}")
+            except Exception as exc:  # the evaluator could not run: never a verdict, redone on a rerun
+                infra.append(f"job {job_id!r}: {type(exc).__name__}: {exc}")
+                breaker.failure(exc)
+                return
+            if result.infrastructure_error:
+                infra.append(f"job {job_id!r}: {result.error}")
+                breaker.failure(result.error)
+                return
+            breaker.success()
             out.write({"id": job_id, **result.to_dict(), "profile": client.options.profile})
             bar.update(1)
 
-        await asyncio.gather(*(one(*job) for job in pending))
-        bar.close()
-    print(f"cobalt exec: {len(pending)} judged, {bad} bad job(s), results in {output_path}", file=sys.stderr)
-    return 1 if bad else 0
+        try:
+            await asyncio.gather(*(one(*job) for job in pending))
+        finally:
+            bar.close()
+    for text in infra[:10]:
+        print(f"cobalt exec: not judged (evaluator failure): {text}", file=sys.stderr)
+    print(f"cobalt exec: {len(pending) - len(infra)} judged, {bad} bad job(s), {len(infra)} not judged because "
+          f"the evaluator failed (rerun to retry them), results in {output_path}", file=sys.stderr)
+    return 1 if bad or infra else 0

@@ -16,7 +16,11 @@ Two kinds of trouble, kept apart (METHOD §9, docs/REWARD.md "Failures"):
   result by one failing test); in ``cobalt`` the verdicts that did come back
   count, the missing ones fail. Shaping then runs as usual, so in training
   the row gets -0.1 plus the format term, not -1, and 0 in validation.
-  ``eval_failed`` and ``reason`` say what happened.
+  ``eval_failed`` and ``reason`` say what happened; ``infra_failed`` is set
+  when the evaluation could not run at all (the evaluator raised, or the
+  sandbox or service reported an infrastructure error; a timeout is not one).
+  Such rows keep the original's score, but the reward manager counts them
+  and stops the run when they pass a share of a step's rows (docs/REWARD.md).
 - the *reward function itself* cannot score the row (malformed ground truth,
   a response that is not text, a bad ``prev_best_pass_rate``, an unexpected
   exception): ``-1``; in ``paper`` also in validation (the original's reward
@@ -118,6 +122,7 @@ def _result(
     n_tests: int,
     failed: bool = False,
     reason: str = "",
+    infra_failed: bool = False,
 ) -> dict[str, Any]:
     out = breakdown.to_dict()
     out["format_violation"] = breakdown.format_violation or ""
@@ -128,6 +133,7 @@ def _result(
     out["has_code"] = has_code
     out["n_tests"] = n_tests
     out["eval_failed"] = failed
+    out["infra_failed"] = infra_failed
     out["reason"] = reason or out["format_violation"]
     return out
 
@@ -241,12 +247,15 @@ async def _score(
     client = kwargs.get("client") or default_client(profile)
     wait_s = float(getattr(client, "timeout_s", 30.0)) + CLIENT_GRACE_S
     result = None
+    infra = False
     try:
         result = await asyncio.wait_for(client.evaluate(code, tests), timeout=wait_s)
+        infra = result.infrastructure_error
     except asyncio.TimeoutError:
         problem = f"evaluation did not return within {wait_s:g} s"
     except Exception as exc:  # noqa: BLE001 - the evaluator's trouble is scored, not raised
         problem = f"evaluation raised {type(exc).__name__}: {exc}"
+        infra = True
     if result is not None and (result.error is not None or len(result.passing) != len(tests)):
         problem = result.error or f"{len(result.passing)} verdicts for {len(tests)} tests"
     pass_rate = evaluated_pass_rate(result, len(tests), profile)
@@ -258,7 +267,8 @@ async def _score(
         profile=profile.value,
     )
     reason = f"evaluation failed: {problem}" if problem else ""
-    return _result(breakdown, has_code=True, n_tests=len(tests), failed=bool(problem), reason=reason)
+    return _result(breakdown, has_code=True, n_tests=len(tests), failed=bool(problem), reason=reason,
+                   infra_failed=infra)
 
 
 def reset_client() -> None:

@@ -218,6 +218,7 @@ def run(args: argparse.Namespace) -> int:
     from cobalt.engines.base import EngineError, SamplingParams
     from cobalt.execution.client import EvaluatorClient
     from cobalt.execution.base import ExecOptions
+    from cobalt.health import BreakerOpen, FailureBreaker, PreflightError, preflight
     from cobalt.io import JsonlAppender, check_unique_id, empty_input_warning, resume_guard, write_json_atomic
     from cobalt.profile import profile_from_args
     from cobalt.rollout.loop import RolloutConfig, RolloutStats, run_rollout
@@ -266,6 +267,11 @@ def run(args: argparse.Namespace) -> int:
     except EngineError as exc:
         print(f"cobalt rollout: {exc}", file=sys.stderr)
         return 2
+    try:
+        preflight(evaluator=args.evaluator, ray_address=args.ray_address, engine=engine)
+    except PreflightError as exc:
+        print(f"cobalt rollout: {exc}", file=sys.stderr)
+        return 1
     client = EvaluatorClient(mode=args.evaluator, ray_address=args.ray_address, timeout_s=args.eval_timeout,
                              max_concurrency=args.eval_concurrency, options=ExecOptions(profile=str(profile)))
     output = Path(args.output)
@@ -278,6 +284,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     write_json_atomic(config_path, resolved)
     stats = RolloutStats()
+    breaker = FailureBreaker("engine or evaluator")
+    stopped: str | None = None
     with JsonlAppender(output) as out:
         todo = sum(1 for p in problems if p.id not in out.done)
         n_perturbed = sum(p.perturbed for p in problems)
@@ -295,20 +303,27 @@ def run(args: argparse.Namespace) -> int:
         async def main() -> None:
             try:
                 await run_rollout(problems, engine, client, params, config, out.write, first_turns=first_turns,
-                                  first_turn_public=first_public, done=set(out.done), progress=bar, stats=stats)
+                                  first_turn_public=first_public, done=set(out.done), progress=bar, stats=stats,
+                                  breaker=breaker)
             finally:
                 await engine.aclose()
 
         try:
             asyncio.run(main())
+        except BreakerOpen as exc:
+            stopped = str(exc)
         finally:
             if bar is not None:
                 bar.close()
     resolved["stats"] = stats.to_dict()
+    resolved["stats"]["calls"] = breaker.to_dict()
     write_json_atomic(config_path, resolved)
     print(json.dumps({k: v for k, v in stats.to_dict().items() if k != "errors"}), file=sys.stderr)
     for err in stats.errors[:10]:
         print(f"cobalt rollout: failed: {err}", file=sys.stderr)
+    if stopped is not None:
+        print(f"cobalt rollout: {stopped}", file=sys.stderr)
+        return 1
     if stats.problems_failed:
         print(f"cobalt rollout: {stats.problems_failed} problem(s) failed and are not in the output; "
               "rerun the same command to retry them", file=sys.stderr)

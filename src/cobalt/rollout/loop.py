@@ -37,8 +37,9 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from cobalt.data.problems import ProblemRecord
 from cobalt.engines.base import Completion, Engine, SamplingParams
 from cobalt.execution.base import ExecutionResult, TestCases
+from cobalt.health import BreakerOpen, FailureBreaker, InfrastructureError
 from cobalt.io import counts_dict
-from cobalt.rollout.turns import NO_CODE_FEEDBACK, error_feedback, failing_public_result, next_user_message
+from cobalt.rollout.turns import NO_CODE_FEEDBACK, failing_public_result, next_user_message
 from cobalt.text import HISTORY_MAX_CHARS, extract_code, history_text
 
 RECORD_FIELDS_DROPPED = ("samples", "hidden_eval")
@@ -95,6 +96,8 @@ class RolloutStats:
     programs_run: int = 0
     no_code: int = 0
     evaluator_errors: int = 0
+    """Evaluator calls that could not judge a program (infrastructure errors; never fed to the model)."""
+    engine_errors: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
@@ -140,10 +143,20 @@ class Limiter:
 
 
 async def _generate(engine: Engine, messages: Sequence[Mapping[str, str]], params: SamplingParams,
-                    limiter: Limiter, stats: RolloutStats) -> list[Completion]:
+                    limiter: Limiter, stats: RolloutStats, breaker: FailureBreaker | None = None) -> list[Completion]:
     async with limiter.sem:
+        if breaker is not None:
+            breaker.check()
         stats.requests += 1
-        out = await engine.generate([list(messages)], params)
+        try:
+            out = await engine.generate([list(messages)], params)
+        except Exception as exc:
+            stats.engine_errors += 1
+            if breaker is not None:
+                breaker.failure(exc)
+            raise
+        if breaker is not None:
+            breaker.success()
     completions = list(out[0])
     if len(completions) != params.n:
         raise RuntimeError(f"engine returned {len(completions)} completions, expected {params.n}")
@@ -152,25 +165,40 @@ async def _generate(engine: Engine, messages: Sequence[Mapping[str, str]], param
     return completions
 
 
-async def judge_public(program: str | None, problem: ProblemRecord, client: Any, stats: RolloutStats) -> dict:
+async def judge_public(program: str | None, problem: ProblemRecord, client: Any, stats: RolloutStats,
+                       breaker: FailureBreaker | None = None) -> dict:
     """The public-test result of one program as an inference record's ``public`` field.
 
     No program: every public test fails with :data:`NO_CODE_FEEDBACK`. An
-    evaluator call that raises: every test fails with the error's text.
+    evaluator call that raises, or a result marked as an infrastructure error
+    (:attr:`ExecutionResult.infrastructure_error`), raises
+    :class:`~cobalt.health.InfrastructureError`: such a failure is never a
+    score and never feedback to the model; the problem is left out and redone.
+    Each call is counted by ``breaker`` when given.
     """
     n = len(problem.public)
     if program is None:
         stats.no_code += 1
         return failing_public_result(n, NO_CODE_FEEDBACK)
+    if breaker is not None:
+        breaker.check()
     stats.programs_run += 1
     try:
         result: ExecutionResult = await client.evaluate(program, problem.public)
-    except Exception as exc:  # the client promises not to raise; a caller-side failure still gets feedback
+    except Exception as exc:
         stats.evaluator_errors += 1
-        return failing_public_result(n, error_feedback(exc, timeout_s=getattr(client, "timeout_s", None)))
+        if breaker is not None:
+            breaker.failure(exc)
+        raise InfrastructureError(f"the evaluator could not run a program: {type(exc).__name__}: {exc}") from None
+    if result.infrastructure_error:
+        stats.evaluator_errors += 1
+        if breaker is not None:
+            breaker.failure(result.error or "sandbox error")
+        raise InfrastructureError(f"the evaluator could not judge a program: {result.error or 'sandbox error'}")
+    if breaker is not None:
+        breaker.success()
     public = {"passing": list(result.passing), "feedback": list(result.feedback)}
     if result.error is not None:
-        stats.evaluator_errors += 1
         public["error"] = result.error
     if not public["passing"]:
         return failing_public_result(n, result.error or "the evaluator returned no verdicts")
@@ -207,7 +235,7 @@ def _cached_turn(turn: Mapping[str, Any], profile: str) -> dict:
 
 async def _run_sample(problem: ProblemRecord, index: int, first: dict, engine: Engine, client: Any,
                       params: SamplingParams, config: RolloutConfig, limiter: Limiter, stats: RolloutStats,
-                      on_turn: Callable[[], None] | None) -> dict:
+                      on_turn: Callable[[], None] | None, breaker: FailureBreaker | None = None) -> dict:
     messages = first_turn_messages(problem, config.template_dir)
     turns = [first]
     if on_turn:
@@ -224,9 +252,9 @@ async def _run_sample(problem: ProblemRecord, index: int, first: dict, engine: E
             "content": next_user_message(prev["public"], no_code=prev["code"] is None, template_dir=config.template_dir),
         })
         seeded = dataclasses.replace(params, n=1, seed=request_seed(_base_seed(params, config), problem.id, index, t))
-        (completion,) = await _generate(engine, messages, seeded, limiter, stats)
+        (completion,) = await _generate(engine, messages, seeded, limiter, stats, breaker)
         program = extract_program(completion.text, config.profile)
-        public = await judge_public(program, problem, client, stats)
+        public = await judge_public(program, problem, client, stats, breaker)
         turns.append(_turn_record(completion.text, completion, program, public))
         if on_turn:
             on_turn()
@@ -237,7 +265,8 @@ async def rollout_problem(problem: ProblemRecord, engine: Engine, client: Any, p
                           config: RolloutConfig, *, cached: Sequence[Mapping[str, Any]] | None = None,
                           cached_public: TestCases | None = None,
                           limiter: Limiter | None = None, stats: RolloutStats | None = None,
-                          on_turn: Callable[[], None] | None = None) -> dict:
+                          on_turn: Callable[[], None] | None = None,
+                          breaker: FailureBreaker | None = None) -> dict:
     """All trajectories of one problem, as one inference record (docs/TRAJECTORIES.md).
 
     ``cached``: the problem's first turns from an earlier run (a turn mapping
@@ -246,6 +275,8 @@ async def rollout_problem(problem: ProblemRecord, engine: Engine, client: Any, p
     they are not this run's (a run on perturbed public tests that reuses the
     first turns of a run on the data set's own), each cached program is judged
     again on this run's public tests (``rejudged`` set on the turn).
+    An infrastructure failure of any turn raises (see :func:`judge_public`);
+    ``breaker`` counts the engine and evaluator calls.
     """
     limiter = limiter or Limiter(config.max_requests)
     stats = stats if stats is not None else RolloutStats()
@@ -256,7 +287,8 @@ async def rollout_problem(problem: ProblemRecord, engine: Engine, client: Any, p
         firsts = [_cached_turn(turn, config.profile) for turn in cached[:n]]
         stats.cached_first_turns += n
         if cached_public is not None and cached_public != problem.public:
-            publics = await asyncio.gather(*(judge_public(f["code"], problem, client, stats) for f in firsts))
+            publics = await asyncio.gather(*(judge_public(f["code"], problem, client, stats, breaker)
+                                             for f in firsts))
             for first, public in zip(firsts, publics):
                 first.update(_turn_record(first["response"], None, first["code"], public))
                 first["rejudged"] = True
@@ -264,12 +296,13 @@ async def rollout_problem(problem: ProblemRecord, engine: Engine, client: Any, p
     else:
         messages = first_turn_messages(problem, config.template_dir)
         first_params = dataclasses.replace(params, n=n, seed=request_seed(_base_seed(params, config), problem.id, 0, 0))
-        completions = await _generate(engine, messages, first_params, limiter, stats)
+        completions = await _generate(engine, messages, first_params, limiter, stats, breaker)
         programs = [extract_program(c.text, config.profile) for c in completions]
-        publics = await asyncio.gather(*(judge_public(p, problem, client, stats) for p in programs))
+        publics = await asyncio.gather(*(judge_public(p, problem, client, stats, breaker) for p in programs))
         firsts = [_turn_record(c.text, c, p, pub) for c, p, pub in zip(completions, programs, publics)]
     samples = await asyncio.gather(*(
-        _run_sample(problem, i, firsts[i], engine, client, params, config, limiter, stats, on_turn) for i in range(n)
+        _run_sample(problem, i, firsts[i], engine, client, params, config, limiter, stats, on_turn, breaker)
+        for i in range(n)
     ))
     record = {k: v for k, v in problem.to_dict().items() if k not in RECORD_FIELDS_DROPPED}
     record["enable_thinking"] = config.enable_thinking
@@ -281,7 +314,8 @@ async def run_rollout(problems: Iterable[ProblemRecord], engine: Engine, client:
                       config: RolloutConfig, write: Callable[[dict], None], *,
                       first_turns: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
                       first_turn_public: Mapping[str, TestCases] | None = None,
-                      done: set | None = None, progress: Any = None, stats: RolloutStats | None = None) -> RolloutStats:
+                      done: set | None = None, progress: Any = None, stats: RolloutStats | None = None,
+                      breaker: FailureBreaker | None = None) -> RolloutStats:
     """Roll out every problem not in ``done``; ``write(record)`` is called as each problem finishes.
 
     At most ``config.max_problems`` problems are in flight; a problem whose
@@ -289,8 +323,12 @@ async def run_rollout(problems: Iterable[ProblemRecord], engine: Engine, client:
     of the output, so that a rerun retries it. ``progress`` is a tqdm-like bar
     advanced once per turn of each sample. ``first_turn_public``: problem id ->
     the public tests its cached first turns were judged on (see :func:`rollout_problem`).
+    ``breaker`` (default: a new :class:`~cobalt.health.FailureBreaker`) counts the
+    engine and evaluator calls; once it opens, the problems in flight are
+    cancelled (and left out) and :class:`~cobalt.health.BreakerOpen` is raised.
     """
     stats = stats if stats is not None else RolloutStats()
+    breaker = breaker if breaker is not None else FailureBreaker("engine or evaluator")
     done = done if done is not None else set()
     limiter = Limiter(config.max_requests)
     slots = asyncio.Semaphore(config.max_problems)
@@ -308,9 +346,11 @@ async def run_rollout(problems: Iterable[ProblemRecord], engine: Engine, client:
             cached_public = first_turn_public.get(problem.id) if first_turn_public is not None else None
             record = await rollout_problem(problem, engine, client, params, config, cached=cached,
                                            cached_public=cached_public, limiter=limiter, stats=stats,
-                                           on_turn=on_turn)
+                                           on_turn=on_turn, breaker=breaker)
             write(record)
             stats.problems_done += 1
+        except BreakerOpen:  # the run stops; the breaker's one line says why
+            stats.problems_failed += 1
         except Exception as exc:  # one problem's failure must not stop the others
             stats.problems_failed += 1
             stats.errors.append(f"{problem.id}: {type(exc).__name__}: {exc}")
@@ -325,10 +365,14 @@ async def run_rollout(problems: Iterable[ProblemRecord], engine: Engine, client:
                 progress.update(config.samples * (config.repair_turns + 1))
             continue
         await slots.acquire()
+        if breaker.tripped is not None:
+            slots.release()
+            break
         task = asyncio.create_task(one(problem))
         pending.add(task)
         task.add_done_callback(pending.discard)
     if pending:
         await asyncio.gather(*list(pending))
     stats.seconds = round(time.monotonic() - start, 3)
+    breaker.check()
     return stats

@@ -12,7 +12,10 @@ inside is, in this order of precedence:
    feedback), or, when no test failed, ``cobalt.prompts.feedback_all_public_passed``.
 
 The texts of cases 1 and 2 are written here, once; the public-test feedback
-itself comes from the executor (``cobalt.execution.feedback``).
+itself comes from the executor (``cobalt.execution.feedback``). ``cobalt rollout``
+never builds case 2 for an evaluator that could not run the program: that is an
+infrastructure error, not feedback (docs/ROLLOUTS.md); :data:`EVALUATOR_ERROR_FEEDBACK`
+is also how ``cobalt eval`` recognises outputs of older versions that did.
 """
 from __future__ import annotations
 

@@ -72,6 +72,9 @@ STOP_NO_CODE = "no_code"
 STOP_TRUNCATED = "truncated"
 STOP_BUDGET = "budget"
 STOP_MAX_TURNS = "max_turns"
+STOP_INFRA = "evaluator_failed"
+"""The evaluator could not run the program: the trajectory ends there, and the failure is
+never fed to the model as feedback (its reward row counts it as ``infra_failed``)."""
 
 MT_INFO_KEYS = ("mt_programs", "mt_stop", "mt_public_pass_rate", "mt_first_public_pass_turn",
                 "verpo_dense", "verpo_outcome", "verpo_group_members")
@@ -227,6 +230,9 @@ class CobaltCodeAgentLoop(AgentLoopBase):
             result = await self.client.evaluate(code, public)
             timing["execute"] += time.perf_counter() - started
             public_rates.append(result.pass_rate)
+            if result.infrastructure_error:
+                stop = STOP_INFRA
+                break
             if result.all_passed:
                 first_pass_turn, stop = turn, STOP_PUBLIC_PASSED
                 break

@@ -46,7 +46,7 @@ _NUMBER_KEYS = (
     "explanation_tokens",
     "n_tests",
 )
-REWARD_INFO_KEYS = (*_NUMBER_KEYS, "has_code", "is_val", "reward_failed", "reason")
+REWARD_INFO_KEYS = (*_NUMBER_KEYS, "has_code", "is_val", "reward_failed", "infra_failed", "reason")
 """Every row's extra info carries exactly these keys (see :func:`flatten_for_verl`)."""
 
 
@@ -84,7 +84,9 @@ def flatten_for_verl(result: Mapping[str, Any] | float, *, failed: bool = False)
     first row, so every row must carry the same keys whatever branch of the
     reward (or of a failure) it went through. ``score`` is a float; numbers are
     floats or ``None`` when unknown (verl's metrics skip ``None``); flags
-    (``has_code``, ``is_val``, ``reward_failed``) are 0/1; ``reason`` is text.
+    (``has_code``, ``is_val``, ``reward_failed``, ``infra_failed``) are 0/1; ``reason`` is text.
+    ``infra_failed`` is 1 when the evaluation could not run (the evaluator or the
+    sandbox failed: an infrastructure error, counted by the reward manager).
     ``acc`` is the result's ``acc``, else 1.0/0.0 for a fully/not fully passing
     ``pass_rate``, else the score (a bare number, as verl does). Components may
     also sit under a nested ``components`` mapping. ``reward_failed`` is 1 when
@@ -99,7 +101,7 @@ def flatten_for_verl(result: Mapping[str, Any] | float, *, failed: bool = False)
     nested = nested if isinstance(nested, Mapping) else {}
     flat: dict[str, Any] = {key: _number_or_none(result.get(key, nested.get(key))) for key in _NUMBER_KEYS}
     flat["score"] = float(result["score"])
-    failed = failed or bool(result.get("eval_failed"))
+    failed = failed or bool(result.get("eval_failed")) or bool(result.get("reward_failed"))  # flattened twice
     acc = 0.0 if failed else flat["acc"]
     if acc is None and flat["pass_rate"] is not None:
         acc = 1.0 if flat["pass_rate"] >= 1.0 else 0.0
@@ -107,6 +109,7 @@ def flatten_for_verl(result: Mapping[str, Any] | float, *, failed: bool = False)
     for key in ("has_code", "is_val"):
         flat[key] = _flag(result.get(key))
     flat["reward_failed"] = 1 if failed else 0
+    flat["infra_failed"] = 1 if result.get("infra_failed") else 0
     reason = result.get("reason")
     flat["reason"] = reason if isinstance(reason, str) else ""
     return {key: flat[key] for key in REWARD_INFO_KEYS}
@@ -127,12 +130,14 @@ class RewardTally:
     >>> tally.add({"score": -1.0, "correctness": None, "improvement": None, "format": None, "n_tests": 4.0,
     ...            "has_code": 0, "is_val": 0, "reward_failed": 0})
     >>> print(tally.line())
-    cobalt reward: 2 training responses judged (1 with a program, 4 tests run, 0 failed); means: score 0.000, correctness 1.000, improvement 0.000, format 0.000
+    cobalt reward: 2 training responses judged (1 with a program, 4 tests run, 0 failed, 0 not evaluated: infrastructure); means: score 0.000, correctness 1.000, improvement 0.000, format 0.000
     """
 
     rows: int = 0
     with_code: int = 0
     failed: int = 0
+    infra_failed: int = 0
+    """Rows whose evaluation could not run (``infra_failed``)."""
     tests: int = 0
     sums: dict[str, float] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
@@ -145,6 +150,7 @@ class RewardTally:
         has_code = bool(extra.get("has_code"))
         self.with_code += int(has_code)
         self.failed += int(bool(extra.get("reward_failed")))
+        self.infra_failed += int(bool(extra.get("infra_failed")))
         if has_code:  # a row without a program still reports its number of tests; none of them ran
             self.tests += int(extra.get("n_tests") or 0)
         for key in ("score", *COMPONENT_KEYS):
@@ -160,7 +166,8 @@ class RewardTally:
             for key in ("score", *COMPONENT_KEYS)
         )
         return (f"cobalt reward: {self.rows} training responses judged ({self.with_code} with a program, "
-                f"{self.tests} tests run, {self.failed} failed); means: {means}")
+                f"{self.tests} tests run, {self.failed} failed, {self.infra_failed} not evaluated: infrastructure); "
+                f"means: {means}")
 
 
 def _flag(value: Any) -> int | None:

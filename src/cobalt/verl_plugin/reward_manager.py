@@ -33,7 +33,15 @@ to the reward function, keep the result's keys as extra info):
   score and its components since the last line
   (:class:`cobalt.verl_plugin.reward.RewardTally`): verl 0.9.1 reports the
   components of validation rows only. Printed, so Ray forwards it to the
-  trainer's console log.
+  trainer's console log. The line counts the rows whose evaluation could not run
+  (``infra_failed``: the evaluator or the sandbox failed; such a row keeps the
+  original's score, a timeout of the program's own tests is not one);
+- a stop when the evaluator keeps failing: when more than
+  ``reward.reward_kwargs.max_infra_share`` (default 5%, :data:`DEFAULT_MAX_INFRA_SHARE`)
+  of a window of ``log_every`` training rows (64 when logging is off) could not
+  be evaluated, :class:`cobalt.health.InfrastructureError` is raised with one
+  line, which stops the training run instead of training on rewards that
+  measure a broken sandbox;
 
 verl 0.9.1 sends each finished rollout to a reward worker on its own (streaming
 reward, overlapped with generation), so there is no batch to group evaluator
@@ -49,6 +57,7 @@ from typing import Any
 from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
+from cobalt.health import InfrastructureError
 from cobalt.profile import resolve_profile
 from cobalt.reward.scoring import failure_score
 from cobalt.verl_plugin.reward import RewardTally, flatten_for_verl
@@ -58,6 +67,8 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_CONCURRENT = 8
 DEFAULT_LOG_EVERY = 64
 """Training rows per reward-component log line of one reward worker (``reward.reward_kwargs.log_every``)."""
+DEFAULT_MAX_INFRA_SHARE = 0.05
+"""Largest share of a window of training rows whose evaluation may fail to run before the run stops."""
 DEFAULT_TIMEOUT_S = {"paper": 300.0, "cobalt": 120.0}
 """Per-row timeout by profile when ``reward.reward_kwargs.timeout_s`` is not set."""
 
@@ -88,11 +99,14 @@ class CobaltRewardManager(RewardManagerBase):
         self.timeout_s = float(DEFAULT_TIMEOUT_S[self.profile.value] if timeout_s is None else timeout_s)
         self.passes_profile = _accepts_keyword(compute_score, "profile")
         self.log_every = int(settings.get("log_every", DEFAULT_LOG_EVERY))
+        self.max_infra_share = float(settings.get("max_infra_share", DEFAULT_MAX_INFRA_SHARE))
         if self.max_concurrent < 1 or self.timeout_s <= 0 or self.log_every < 0:
             raise ValueError(
                 f"reward.reward_kwargs: max_concurrent must be >= 1, timeout_s > 0 and log_every >= 0, "
                 f"got {self.max_concurrent}, {self.timeout_s} and {self.log_every}"
             )
+        if not 0.0 <= self.max_infra_share < 1.0:
+            raise ValueError(f"reward.reward_kwargs.max_infra_share must be in [0, 1), got {self.max_infra_share}")
         self.tally = RewardTally()
         self._semaphore: asyncio.Semaphore | None = None
         self._semaphore_loop: asyncio.AbstractEventLoop | None = None
@@ -135,13 +149,23 @@ class CobaltRewardManager(RewardManagerBase):
         return {"reward_score": extra["score"], "reward_extra_info": extra}
 
     def _count(self, extra: dict) -> None:
-        """Add a row to the tally; print and restart it every ``log_every`` training rows."""
-        if self.log_every == 0:
-            return
+        """Add a row to the tally; every ``log_every`` training rows print and restart it.
+
+        Raises :class:`~cobalt.health.InfrastructureError` when more than
+        ``max_infra_share`` of the window's rows could not be evaluated.
+        """
         self.tally.add(extra)
-        if self.tally.rows >= self.log_every:
-            print(self.tally.line(), flush=True)
-            self.tally = RewardTally()
+        window = self.log_every or DEFAULT_LOG_EVERY
+        if self.tally.rows < window:
+            return
+        tally, self.tally = self.tally, RewardTally()
+        if self.log_every:
+            print(tally.line(), flush=True)
+        if tally.infra_failed > self.max_infra_share * tally.rows:
+            raise InfrastructureError(
+                f"cobalt reward: stopped: {tally.infra_failed} of the last {tally.rows} training responses could not "
+                f"be evaluated (more than {self.max_infra_share:.0%}: the evaluator or the sandbox is failing); fix "
+                "it and resume from the last checkpoint")
 
     async def _call(self, data_source: Any, response: str, ground_truth: Any, extra_info: dict) -> Any:
         kwargs = dict(data_source=data_source, solution_str=response, ground_truth=ground_truth, extra_info=extra_info)

@@ -178,3 +178,23 @@ def test_read_cases_skips_done_and_names_bad_lines(tmp_path):
     assert any("cases.jsonl:3: field 'new_program': missing" in e for e in summary.errors)
     assert any("cases.jsonl:4:" in e for e in summary.errors)
     assert any("cases.jsonl:5: field 'id': duplicate" in e for e in summary.errors)
+
+
+def test_breaker_stops_the_judge_against_a_failing_server():
+    """Every request answers HTTP 500: after 20 failures in a row the judge stops (no retries of its own by
+    default: one retry layer), the cases not judged stay unwritten, and the error is one line."""
+    from support.openai_server import OpenAIServer
+
+    from cobalt.analysis.judge import DEFAULT_RETRIES
+    from cobalt.health import BreakerOpen
+
+    assert DEFAULT_RETRIES == 0
+    cases = [{**CASE, "id": f"case-{i}"} for i in range(40)]
+    with OpenAIServer() as server:
+        server.fail_next(500, times=1000)
+        with pytest.raises(BreakerOpen) as caught:
+            _judge(server, cases, concurrency=2)
+        requests = len(server.chat_requests())
+    assert str(caught.value).startswith("stopped: 20 judge engine failures in a row; last error: EngineError: ")
+    assert "\n" not in str(caught.value)
+    assert 20 <= requests < 25

@@ -286,14 +286,14 @@ async def test_result_dicts_by_hand(client, leetcode_rows):
         "score": -1.0, "pass_rate": 0.0, "prev_best_pass_rate": 0.0, "correctness": -1.0, "improvement": 0.0,
         "format": 0.0, "format_violation": "no code block", "think_tokens": -1, "answer_tokens": -1,
         "explanation_tokens": -1, "keyword_bonus": 0.0, "is_val": False, "acc": 0.0, "has_code": False,
-        "n_tests": 3, "eval_failed": False, "reason": "no code block",
+        "n_tests": 3, "eval_failed": False, "infra_failed": False, "reason": "no code block",
     }
     broken = await compute_score("lc", with_code(row, "print(1)"), "[1, 2]", {"prev_best_pass_rate": 0.5}, client=client)
     assert broken == {
         "score": -1.0, "pass_rate": 0.0, "prev_best_pass_rate": 0.5, "correctness": -1.0, "improvement": 0.0,
         "format": 0.0, "format_violation": "", "think_tokens": -1, "answer_tokens": -1,
         "explanation_tokens": -1, "keyword_bonus": 0.0, "is_val": False, "acc": 0.0, "has_code": False,
-        "n_tests": 0, "eval_failed": True,
+        "n_tests": 0, "eval_failed": True, "infra_failed": False,
         "reason": "malformed ground truth: ground_truth: expected an object with 'inputs' and 'outputs', got list",
     }
     wrong = await compute_score("lc", with_code(row, _wrong(row, "return -1")), tests, None, client=client)
@@ -389,7 +389,8 @@ async def test_bad_extra_info_result_dict_by_hand(client, leetcode_rows, caplog)
         "score": 0.0, "pass_rate": 0.0, "prev_best_pass_rate": 0.0, "correctness": 0.0, "improvement": 0.0,
         "format": 0.0, "format_violation": "", "think_tokens": -1, "answer_tokens": -1,
         "explanation_tokens": -1, "keyword_bonus": 0.0, "is_val": True, "acc": 0.0, "has_code": False,
-        "n_tests": 0, "eval_failed": True, "reason": "bad extra_info: could not convert string to float: 'high'",
+        "n_tests": 0, "eval_failed": True, "infra_failed": False,
+        "reason": "bad extra_info: could not convert string to float: 'high'",
     }
 
 
@@ -415,7 +416,7 @@ async def test_unexpected_error_result_dict_by_hand(client, leetcode_rows, caplo
         "score": score, "pass_rate": 0.0, "prev_best_pass_rate": 0.25, "correctness": score, "improvement": 0.0,
         "format": 0.0, "format_violation": "", "think_tokens": -1, "answer_tokens": -1,
         "explanation_tokens": -1, "keyword_bonus": 0.0, "is_val": False, "acc": 0.0, "has_code": False,
-        "n_tests": 0, "eval_failed": True, "reason": "unexpected RuntimeError: tokenizer gone",
+        "n_tests": 0, "eval_failed": True, "infra_failed": False, "reason": "unexpected RuntimeError: tokenizer gone",
     }
     assert "reward: row 4 of 'lc' scores as failed: unexpected RuntimeError: tokenizer gone" in caplog.text
 
