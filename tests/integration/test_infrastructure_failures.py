@@ -287,7 +287,7 @@ def test_eval_and_report_flag_records_fed_an_evaluator_failure(tmp_path, leetcod
     old_eval = tmp_path / "old_eval.jsonl"
     old_eval.write_text(json.dumps(_old_record(good, "Wrong answer", 1.0)) + "\n"
                         + json.dumps(_old_record(bad, sandbox_text, 0.0)) + "\n")
-    proc, _ = _cobalt("report", str(old_eval), "--out-dir", str(tmp_path / "report"), "--pass-n", "1")
+    proc, _ = _cobalt("report", str(old_eval), "--out-dir", str(tmp_path / "report"))
     assert proc.returncode == 1
     assert f"problem {bad.task_id}: not scored" in proc.stderr and "1 record(s) flagged" in proc.stderr
     assert "1 record(s) left out" in (tmp_path / "report" / "pass_at_1.md").read_text()
