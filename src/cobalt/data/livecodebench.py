@@ -297,6 +297,9 @@ def iter_source(source: str, filename: str = HUB_FILE) -> Iterator[tuple[int, An
     """Records of a local test6-format file, or of ``filename`` downloaded from the hub data set."""
     if is_local_source(source):
         return iter_local_records(source)
+    from cobalt.hub import require_hub
+
+    require_hub(source, what="data set", flag="--input")
     try:
         from huggingface_hub import hf_hub_download
     except ImportError as exc:  # pragma: no cover - depends on the environment

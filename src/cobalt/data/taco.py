@@ -440,6 +440,9 @@ def iter_source(source: str, split: str = "train") -> tuple[Iterator[tuple[int, 
     """Records of a local file or of a hub data set, with a count when cheap."""
     if is_local_source(source):
         return iter_local_records(source), count_local_records(source)
+    from cobalt.hub import require_hub
+
+    require_hub(source, what="data set", flag="--input")
     try:
         import datasets  # heavy; only for hub loading
     except ImportError as exc:  # pragma: no cover - depends on the environment

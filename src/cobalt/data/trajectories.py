@@ -311,9 +311,9 @@ class TokenCounter:
 
 @functools.lru_cache(maxsize=4)
 def _load_tokenizer(name_or_path: str) -> Any:
-    from transformers import AutoTokenizer
+    from cobalt.hub import load_tokenizer
 
-    return AutoTokenizer.from_pretrained(name_or_path)
+    return load_tokenizer(name_or_path, flag="--tokenizer")
 
 
 # ---------------------------------------------------------------- prompts
