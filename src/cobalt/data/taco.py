@@ -554,10 +554,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "\"verified\": false) or 'drop' (cobalt default)")
     parser.add_argument("--id-field", default=d.id_field,
                         help="record field used as the problem id (missing: taco-<row index>)")
-    parser.add_argument("--limit", type=int, default=None, help="process only the first N records")
-    parser.add_argument("--concurrency", type=int, default=None,
+    from cobalt.cli_support import add_alias, non_negative_int, positive_int
+
+    parser.add_argument("--limit", type=non_negative_int, default=None, help="process only the first N records (0: none)")
+    parser.add_argument("--max-programs", dest="concurrency", type=positive_int, default=None,
                         help="programs run at once by the evaluator (default: CPUs, or $COBALT_EVAL_CONCURRENCY)")
-    parser.add_argument("--window", type=int, default=64, help="problems verified at once")
+    add_alias(parser, "--concurrency", dest="concurrency", type=positive_int)
+    parser.add_argument("--max-problems", dest="window", type=positive_int, default=64,
+                        help="problems verified at once")
+    add_alias(parser, "--window", dest="window", type=positive_int)
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_profile_argument(parser)
 

@@ -16,6 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from cobalt.cli_support import THINKING_CHOICES, add_alias, positive_float, positive_int
 from cobalt.profile import add_profile_argument
 
 SUMMARY_SUFFIX = ".summary.json"
@@ -26,19 +27,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", required=True, help="inference records of a rollout (JSONL)")
     parser.add_argument("--output", required=True,
                         help="evaluated records (JSONL, hidden_pass_rate on every turn), appended; a rerun resumes")
-    parser.add_argument("--enable-thinking", choices=("auto", "on", "off"), default="auto",
+    parser.add_argument("--thinking", dest="enable_thinking", choices=THINKING_CHOICES, default="auto",
                         help="history cut for the 'paper' program choice: auto takes the record's enable_thinking "
-                        "(what the rollout used)")
-    parser.add_argument("--history-max-chars", type=int, default=6000, help="history cut of an assistant turn")
-    parser.add_argument("--pass-n", type=int, default=None,
+                        "(what the rollout used) (default: auto)")
+    add_alias(parser, "--enable-thinking", dest="enable_thinking", choices=THINKING_CHOICES)
+    parser.add_argument("--history-max-chars", type=positive_int, default=6000,
+                        help="history cut of an assistant turn")
+    parser.add_argument("--pass-n", type=positive_int, default=None,
                         help="n of the pass@1 estimator (default: 16 under --profile paper, as the original; "
                         "each problem's own sample count under cobalt)")
-    parser.add_argument("--max-problems", type=int, default=8, help="problems evaluated at once")
+    parser.add_argument("--max-problems", type=positive_int, default=8, help="problems evaluated at once")
     parser.add_argument("--evaluator", choices=("embedded", "ray"), default="embedded",
                         help="embedded sandbox in this process, or the Ray Serve 'evaluator' app")
     parser.add_argument("--ray-address", default=None, help="Ray cluster address for --evaluator ray")
-    parser.add_argument("--eval-concurrency", type=int, default=None, help="programs in the sandbox at once")
-    parser.add_argument("--eval-timeout", type=float, default=30.0, help="seconds a caller waits for one program")
+    parser.add_argument("--max-programs", dest="eval_concurrency", type=positive_int, default=None,
+                        help="programs in the sandbox at once (default: CPUs embedded, 256 with Ray)")
+    add_alias(parser, "--eval-concurrency", dest="eval_concurrency", type=positive_int)
+    parser.add_argument("--eval-timeout", type=positive_float, default=30.0,
+                        help="seconds a caller waits for one program")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_profile_argument(parser)
 
