@@ -13,7 +13,7 @@
   terminal) one plain line every 30 s or every 5 %, never ``\\r`` frames.
 - :func:`capped`: at most a few messages of a long error list, then a count.
 
-Standard library only: every layer of the package may use it.
+A base module (standard library and :mod:`cobalt.io` only): every layer of the package may use it.
 """
 from __future__ import annotations
 
@@ -23,11 +23,12 @@ import sys
 import time
 from typing import Any, Callable, Iterable, TextIO
 
+from cobalt.io import MAX_SHOWN_ERRORS
+
 ENV_DEBUG = "COBALT_DEBUG"
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-MAX_SHOWN_ERRORS = 10
 LOG_INTERVAL_S = 30.0
 LOG_STEP_FRACTION = 0.05
 RESUME_HINT = "rerun the same command to resume"
@@ -134,7 +135,8 @@ def run_guarded(name: str, func: Callable[[], Any], *, debug: bool = False,
 
             traceback.print_exc(file=stream)
         message, status = describe_error(exc)
-        hint = "" if debug or own_error(exc) else f" (--debug or {ENV_DEBUG}=1 shows the traceback)"
+        generic = message.startswith(type(exc).__name__)
+        hint = "" if debug or not generic else f" (--debug or {ENV_DEBUG}=1 shows the traceback)"
         print(f"cobalt {name}: error: {message}{hint}", file=stream, flush=True)
         return status
 
@@ -325,3 +327,15 @@ def resumed_line(done: int, total: int, unit: str) -> str:
     '4 of 6 problems already done'
     """
     return f"{done} of {total} {unit} already done"
+
+
+def progress_iter(items: Iterable[Any], total: int | None, desc: str, unit: str, *,
+                  enabled: bool = True) -> Iterable[Any]:
+    """Yield ``items``, counting each on a :func:`progress` counter with ``total``; closed at the end."""
+    bar = progress(total, desc, unit, enabled=enabled)
+    try:
+        for item in items:
+            yield item
+            bar.update(1)
+    finally:
+        bar.close()

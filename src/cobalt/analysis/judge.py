@@ -168,7 +168,7 @@ async def judge_cases(engine: Any, cases: Sequence[tuple[int, Mapping[str, Any]]
     Each case gets one request for ``params.n`` replies, tried ``1 + retries``
     times with exponential backoff from ``backoff_s`` seconds.
     """
-    from tqdm.auto import tqdm
+    from cobalt.cli_support import progress as progress_counter
 
     from cobalt.engines.base import SamplingParams
 
@@ -178,7 +178,7 @@ async def judge_cases(engine: Any, cases: Sequence[tuple[int, Mapping[str, Any]]
     summary = summary if summary is not None else JudgeSummary(profile.value)
     semaphore = asyncio.Semaphore(max(1, concurrency))
     described = engine.describe()
-    bar = tqdm(total=len(cases), desc="judge", unit="case", disable=not progress)
+    bar = progress_counter(len(cases), "judge", "cases", enabled=progress)
 
     async def one(line: int, case: Mapping[str, Any]) -> None:
         messages = judge_messages(case, template_dir)

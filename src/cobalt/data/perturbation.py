@@ -185,14 +185,15 @@ def iter_problems_on(path: str | Path, which: str = "auto") -> Iterator[tuple[in
 def perturb_file(source: str | Path, output: Path, *, seed: int = DEFAULT_SEED, field: str = "public_test_cases",
                  progress: bool = True) -> DropSummary:
     """Perturb every problem of ``source`` into ``output`` (appended, resumable by id)."""
-    from tqdm.auto import tqdm
-
+    from cobalt.cli_support import progress_iter
+    from cobalt.data.problems import count_local_records
     from cobalt.io import JsonlAppender
 
     summary = DropSummary()
     summary.dropped = Counter({BAD_RECORD: 0, FEWER_THAN_TWO_UNIQUE: 0})
     with JsonlAppender(output) as out:
-        for line, record in tqdm(iter_local_records(source), desc="perturb", unit="problem", disable=not progress):
+        for line, record in progress_iter(iter_local_records(source), count_local_records(source), "perturb",
+                                          "problems", enabled=progress):
             summary.total += 1
             if isinstance(record, Mapping) and record.get("id") in out.done:
                 summary.kept += 1

@@ -483,7 +483,7 @@ def summarize(output: Path, dropped_path: Path) -> DropSummary:
 async def clean_file(source: str, output: Path, cfg: TacoConfig, client, *, split: str = "train",
                      limit: int | None = None, window: int = 64, progress: bool = True) -> DropSummary:
     """Clean every record of ``source`` into ``output`` (resumable); return the summary."""
-    from tqdm.auto import tqdm
+    from cobalt.cli_support import progress as progress_counter
 
     from cobalt.io import JsonlAppender
 
@@ -499,7 +499,7 @@ async def clean_file(source: str, output: Path, cfg: TacoConfig, client, *, spli
         async def worker(line, rec):
             return await process_record(line, rec, path=str(source), cfg=cfg, client=client)
 
-        bar = tqdm(total=total, initial=len(done), desc="taco", unit="problem", disable=not progress)
+        bar = progress_counter(total, "taco", "problems", enabled=progress, initial=len(done))
         async for outcome in run_ordered(todo, worker, window):
             if outcome.record is not None:
                 out.write(outcome.record)

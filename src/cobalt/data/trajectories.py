@@ -418,9 +418,10 @@ def build_prompts(
     rows: list[PromptRow] = []
     records: Iterator[TrajectoryRecord] = iter_records(input_path, summary, config.profile)
     if progress:
-        from tqdm import tqdm
+        from cobalt.cli_support import progress_iter
+        from cobalt.data.problems import count_local_records
 
-        records = tqdm(records, desc="problems", unit="problem")
+        records = progress_iter(records, count_local_records(input_path), "build-prompts", "problems")
     for record in records:
         rows.extend(process_record(record, config, count_tokens, summary))
     random.Random(config.seed).shuffle(rows)

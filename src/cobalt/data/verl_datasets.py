@@ -170,9 +170,10 @@ def build_split(kind: str, path: str | os.PathLike, split: str, *, data_source: 
     lengths: list[int] = []
     items: Iterator = _records(path)
     if progress:
-        from tqdm import tqdm
+        from cobalt.cli_support import progress_iter
+        from cobalt.data.problems import count_local_records
 
-        items = tqdm(items, desc=split, unit="record")
+        items = progress_iter(items, count_local_records(path), split, "records")
 
     def parse(record: Any, line: int) -> tuple:
         public = None

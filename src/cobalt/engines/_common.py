@@ -11,7 +11,7 @@ import re
 from typing import Any, Awaitable, Callable, Iterable, Sequence, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from cobalt.engines.base import Completion, SamplingParams
+from cobalt.engines.base import Completion, EngineError, SamplingParams
 
 T = TypeVar("T")
 
@@ -216,7 +216,10 @@ def completions_from_chat_response(resp: Any) -> list[Completion]:
     choices, the response's total is apportioned by text length and marked
     ``extra.completion_tokens_estimated``.
     """
-    choices = sorted(resp.choices, key=lambda c: c.index)
+    raw_choices = getattr(resp, "choices", None)
+    if not isinstance(raw_choices, (list, tuple)):
+        raise EngineError("the server's reply has no 'choices' list (not an OpenAI chat-completions answer)")
+    choices = sorted(raw_choices, key=lambda c: c.index)
     usage = getattr(resp, "usage", None)
     prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
     total = int(getattr(usage, "completion_tokens", 0) or 0)

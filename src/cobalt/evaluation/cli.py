@@ -135,12 +135,12 @@ def run(args: argparse.Namespace) -> int:
     stats = EvalStats()
     output = Path(args.output)
     with JsonlAppender(output) as out:
-        bar = None
-        if not args.no_progress:
-            from tqdm import tqdm
+        from cobalt.cli_support import progress, resumed_line
 
-            total = sum(1 for line in open(args.input, "rb") if line.strip())
-            bar = tqdm(total=total, unit="problem", desc="eval", file=sys.stderr, dynamic_ncols=True)
+        total = sum(1 for line in open(args.input, "rb") if line.strip())
+        if out.done:
+            print(f"eval: {resumed_line(len(out.done), total, 'problems')}", file=sys.stderr)
+        bar = progress(total, "eval", "problems", enabled=not args.no_progress)
         try:
             errors = asyncio.run(evaluate_file(args.input, out.write, client, profile=profile,
                                                enable_thinking=thinking, history_max_chars=args.history_max_chars,
@@ -150,8 +150,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"cobalt eval: {exc}", file=sys.stderr)
             return 1
         finally:
-            if bar is not None:
-                bar.close()
+            bar.close()
     summary = summarize(output, profile=profile, pass_n=args.pass_n)
     summary["input"] = str(args.input)
     summary["stats"] = dict(vars(stats))
@@ -164,6 +163,8 @@ def run(args: argparse.Namespace) -> int:
           f"{stats.distinct_programs} distinct programs, {stats.no_code} turns without a program", file=sys.stderr)
     if "note" in summary:
         print(f"note: {summary['note']}", file=sys.stderr)
-    for err in errors[:10]:
+    from cobalt.cli_support import capped
+
+    for err in capped(errors):
         print(f"cobalt eval: skipped: {err}", file=sys.stderr)
     return 1 if errors else 0

@@ -223,8 +223,8 @@ def _validate_job(rec: Any, path: Path, line: int):
 async def run_jobs(input_path: Path, output_path: Path, client, *, progress: bool = True) -> int:
     """Judge every job of ``input_path`` not yet in ``output_path``; append results as they finish.
     Returns 0, or 1 when some jobs were bad (they still get an error line)."""
-    from tqdm import tqdm
-
+    from cobalt.cli_support import progress as progress_counter
+    from cobalt.cli_support import resumed_line
     from cobalt.io import JsonlAppender, RecordError, iter_jsonl
 
     bad = 0
@@ -252,7 +252,9 @@ async def run_jobs(input_path: Path, output_path: Path, client, *, progress: boo
             job_id = f"line:{exc.line}"
             if job_id not in out.done:
                 out.write({"id": job_id, "line": exc.line, "error": str(exc), "passing": [], "feedback": [], "status": []})
-        bar = tqdm(total=len(pending), desc="exec", unit="prog", disable=not progress, file=sys.stderr)
+        if out.done:
+            print(f"exec: {resumed_line(len(out.done), len(out.done) + len(pending), 'jobs')}", file=sys.stderr)
+        bar = progress_counter(len(pending), "exec", "programs", enabled=progress)
 
         async def one(job_id: Any, code: str, tests: Any) -> None:
             from cobalt.execution.base import ExecutionResult
