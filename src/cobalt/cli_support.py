@@ -53,12 +53,17 @@ class UsageError(CommandError):
 
 # ---------------------------------------------------------------- errors
 
-_interrupt_status: list[Callable[[], str | None]] = []
+_interrupt_status: list[tuple[int, Callable[[], str | None]]] = []
 
 
-def on_interrupt(status: Callable[[], str | None]) -> None:
-    """Register how far the running command got (e.g. ``"4 of 6 problems"``) for the Ctrl-C line."""
-    _interrupt_status.append(status)
+def on_interrupt(status: Callable[[], str | None], *, priority: int = 1) -> None:
+    """Register how far the running command got (e.g. ``"4 of 6 problems"``) for the Ctrl-C line.
+
+    The latest of the highest ``priority`` that has something to say wins; a
+    progress counter registers itself with priority 0, so that a command's own
+    count of resumable units (problems written) comes first.
+    """
+    _interrupt_status.append((priority, status))
 
 
 def debug_requested(argv: list[str]) -> tuple[bool, list[str]]:
@@ -80,7 +85,7 @@ def describe_error(exc: BaseException) -> tuple[str, int]:
         name = exc.filename
         if isinstance(exc, IsADirectoryError):
             return f"{name}: is a folder; give a file path (folders go to --output-dir)", EXIT_USAGE
-        if isinstance(exc, NotADirectoryError):
+        if isinstance(exc, NotADirectoryError) or (isinstance(exc, FileExistsError) and not os.path.isdir(name)):
             return f"{name}: a part of this path is a file, not a folder", EXIT_USAGE
         if isinstance(exc, PermissionError):
             return f"{name}: permission denied; choose a location you can write to", EXIT_FAILURE
@@ -102,7 +107,7 @@ def own_error(exc: BaseException) -> bool:
 
 def interrupt_line() -> str:
     """The line printed on Ctrl-C: how much was done, and how to resume."""
-    for status in reversed(_interrupt_status):
+    for _, status in sorted(reversed(_interrupt_status), key=lambda item: -item[0]):
         try:
             done = status()
         except Exception:  # noqa: BLE001 - the line must print whatever the state
@@ -309,7 +314,7 @@ def progress(total: int | None, desc: str, unit: str, *, enabled: bool = True, i
         bar = tqdm(total=total, initial=initial, desc=desc, unit=unit, file=stream, dynamic_ncols=True)
     else:
         bar = LineProgress(total, desc, unit, initial=initial, stream=stream)
-    on_interrupt(lambda: f"{bar.n} of {bar.total} {unit}" if bar.total else None)
+    on_interrupt(lambda: f"{bar.n} of {bar.total} {unit}" if bar.total else None, priority=0)
     return bar
 
 
@@ -339,3 +344,10 @@ def progress_iter(items: Iterable[Any], total: int | None, desc: str, unit: str,
             bar.update(1)
     finally:
         bar.close()
+
+
+def require_file(path: Any, flag: str = "--input") -> None:
+    """Refuse (usage error) an input ``path`` that is not a readable file, before any output is opened."""
+    if not os.path.isfile(path):
+        what = "a folder, not a file" if os.path.isdir(path) else "no such file"
+        raise UsageError(f"{flag} {path}: {what}")

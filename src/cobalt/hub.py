@@ -45,20 +45,24 @@ def hub_reachable(timeout: float = HUB_TIMEOUT_S, host: str | None = None) -> bo
     """
     if _offline_env():
         return False
-    host = host or _endpoint_host()
+    endpoint_host, port = _endpoint()
     result: list = []
     # getaddrinfo has no timeout of its own: a thread bounds the name lookup too.
-    worker = threading.Thread(target=_connect, args=(host, HUB_PORT, timeout, result), daemon=True)
+    worker = threading.Thread(target=_connect, args=(host or endpoint_host, port, timeout, result), daemon=True)
     worker.start()
     worker.join(timeout + 0.5)
     return bool(result and result[0])
 
 
-def _endpoint_host() -> str:
+def _endpoint() -> tuple[str, int]:
+    """Host and port of the hub: ``$HF_ENDPOINT``'s when set, else huggingface.co:443."""
     from urllib.parse import urlparse
 
     endpoint = os.environ.get("HF_ENDPOINT", "")
-    return urlparse(endpoint).hostname or HUB_HOST if endpoint else HUB_HOST
+    if not endpoint:
+        return HUB_HOST, HUB_PORT
+    url = urlparse(endpoint)
+    return url.hostname or HUB_HOST, url.port or (80 if url.scheme == "http" else HUB_PORT)
 
 
 def _offline_env() -> bool:
@@ -144,7 +148,7 @@ def cached(repo_id: str, filename: str, kind: str = "models") -> bool:
 def require_hub(name: str, *, what: str, flag: str) -> None:
     """Refuse at once to fetch ``name`` (a hub id of a ``what``) when the hub does not answer."""
     if not is_local(name) and not hub_online():
-        raise HubUnavailable(f"{what} {name!r} is a hub name and the hub ({_endpoint_host()}) is unreachable; "
+        raise HubUnavailable(f"{what} {name!r} is a hub name and the hub ({_endpoint()[0]}) is unreachable; "
                              f"pass a local copy with {flag} PATH")
 
 

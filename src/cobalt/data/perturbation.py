@@ -228,13 +228,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``cobalt perturb``."""
+    from cobalt.cli_support import capped, require_file
     from cobalt.io import write_json_atomic
 
+    require_file(args.input)
     output = Path(args.output)
     summary = perturb_file(args.input, output, seed=args.seed, field=args.field, progress=not args.no_progress)
     write_json_atomic(output.with_name(output.name + ".summary.json"),
                       {**summary.to_dict(), "seed": args.seed, "source": str(args.input)})
     print(summary.format(f"perturbed -> {output}"))
-    for err in summary.errors[:20]:
+    for err in capped(summary.errors):
         print(f"  {err}")
     return 0
