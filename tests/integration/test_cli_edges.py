@@ -183,7 +183,8 @@ class _WireServer:
                 pass
 
             def do_POST(self):  # noqa: N802
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                outer.requests.append(json.loads(raw) if raw else None)
                 self.send_response(200)
                 self.send_header("Content-Type", outer.content_type)
                 self.send_header("Content-Length", str(len(outer.body)))
@@ -193,6 +194,7 @@ class _WireServer:
             do_GET = do_POST
 
         self.body, self.content_type = body, content_type
+        self.requests: list = []
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
@@ -367,3 +369,44 @@ def test_progress_in_a_log_is_plain_lines_with_totals(tmp_path, shared_data):
     lines = [line for line in proc.stderr.splitlines() if line.startswith("perturb: ")]
     assert lines and lines[-1].startswith("perturb: 40/40 problems (100%)"), proc.stderr
     assert len(lines) <= 21
+
+
+# ---------------------------------------------------------------- bounds on responses
+
+
+def test_responses_beyond_max_tokens_or_one_mib_are_cut_marked_and_counted(tmp_path, problems_file):
+    words = " ".join(f"w{i}" for i in range(1000))
+    reply = {"id": "c", "object": "chat.completion", "model": "m", "created": 0,
+             "choices": [{"index": 0, "message": {"role": "assistant", "content": words}, "finish_reason": "stop"}],
+             "usage": {"prompt_tokens": 5, "completion_tokens": 1000, "total_tokens": 1005}}
+    server = _WireServer(json.dumps(reply).encode(), "application/json")  # a server that ignores max_tokens
+    output = tmp_path / "out.jsonl"
+    try:
+        proc = cobalt(*_rollout_args(server.base_url, problems_file, output, "--samples", "1", "--limit", "1",
+                                     "--max-new-tokens", "100", "--no-progress"))
+    finally:
+        server.close()
+    assert proc.returncode == 0, proc.stderr
+    turns = _lines(output)[0]["samples"][0]["turns"]
+    assert [t["cut"] for t in turns] == ["max_tokens", "max_tokens"]
+    assert turns[0]["response"] == words[: len(words) // 10] and turns[0]["finish_reason"] == "length"
+    assert turns[0]["completion_tokens"] == 100
+    resent = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "assistant"]
+    assert resent == [turns[0]["response"]]  # the next turn carries the cut response, not the whole one
+    assert json.loads((tmp_path / "out.jsonl.summary.json").read_text())["responses_cut"] == 2
+    assert re.search(r"^  responses cut\s+2$", proc.stderr, re.M)
+
+    huge = "x" * (3 << 20)  # one 3 MiB "token" for the test server: within max_tokens, beyond 1 MiB
+    big_out = tmp_path / "big.jsonl"
+    with OpenAIServer(responder=lambda messages, index: huge) as big:
+        proc = cobalt(*_rollout_args(big.base_url, problems_file, big_out, "--samples", "1", "--limit", "1",
+                                     "--turns", "0", "--no-progress"))
+    assert proc.returncode == 0, proc.stderr
+    turn = _lines(big_out)[0]["samples"][0]["turns"][0]
+    assert turn["cut"] == "bytes" and turn["response"] == "x" * (1 << 20)
+    small_out = tmp_path / "small.jsonl"
+    with OpenAIServer(responder=lambda messages, index: "short answer") as small:
+        assert cobalt(*_rollout_args(small.base_url, problems_file, small_out, "--samples", "1", "--limit", "1",
+                                     "--turns", "0", "--no-progress")).returncode == 0
+    turn = _lines(small_out)[0]["samples"][0]["turns"][0]
+    assert "cut" not in turn and turn["response"] == "short answer"

@@ -39,6 +39,7 @@ from cobalt.engines.base import Completion, Engine, SamplingParams
 from cobalt.execution.base import ExecutionResult, TestCases
 from cobalt.io import counts_dict
 from cobalt.rollout.turns import NO_CODE_FEEDBACK, error_feedback, failing_public_result, next_user_message
+from cobalt.rollout.bounds import bound_completion
 from cobalt.text import HISTORY_MAX_CHARS, extract_code, history_text
 
 RECORD_FIELDS_DROPPED = ("samples", "hidden_eval")
@@ -96,6 +97,8 @@ class RolloutStats:
     no_code: int = 0
     evaluator_errors: int = 0
     completion_tokens: int = 0
+    responses_cut: int = 0
+    """Responses beyond max_new_tokens or 1 MiB, cut before storing (cobalt.rollout.bounds)."""
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
 
@@ -144,7 +147,8 @@ async def _generate(engine: Engine, messages: Sequence[Mapping[str, str]], param
     async with limiter.sem:
         stats.requests += 1
         out = await engine.generate([list(messages)], params)
-    completions = list(out[0])
+    completions = [bound_completion(c, params.max_new_tokens) for c in out[0]]
+    stats.responses_cut += sum("cut" in c.extra for c in completions)
     if len(completions) != params.n:
         raise RuntimeError(f"engine returned {len(completions)} completions, expected {params.n}")
     stats.responses += len(completions)
@@ -188,6 +192,8 @@ def _turn_record(response: str, completion: Completion | None, program: str | No
     if completion is not None:
         turn["finish_reason"] = completion.finish_reason
         turn["completion_tokens"] = completion.completion_tokens
+        if "cut" in completion.extra:
+            turn["cut"] = completion.extra["cut"]
     return turn
 
 
