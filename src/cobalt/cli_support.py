@@ -204,21 +204,41 @@ def fraction(text: str) -> float:
 
 def add_alias(parser: Any, old: str, *, dest: str, action: str | None = None, const: Any = None,
               type: Callable[[str], Any] | None = None, choices: Iterable[str] | None = None) -> None:
-    """Keep the old spelling ``old`` working for ``dest``, hidden from ``--help``."""
-    kwargs: dict[str, Any] = {"dest": dest, "help": argparse.SUPPRESS, "default": argparse.SUPPRESS}
-    if action is not None:
-        kwargs["action"] = action
-        if action == "store_const":
-            kwargs["const"] = const
-    else:
-        if type is not None:
-            kwargs["type"] = type
-        if choices is not None:
-            kwargs["choices"] = list(choices)
+    """Keep the old spelling ``old`` working for ``dest``, hidden from ``--help``.
+
+    Without ``action``, ``old`` becomes another spelling of the flag that
+    already stores ``dest`` (same type, choices and requiredness; ``type`` and
+    ``choices`` are then the flag's own). With ``action="store_const"``, ``old``
+    is a switch that stores ``const`` in ``dest`` (a bare flag that became a
+    choice).
+    """
+    if action is None:
+        target = next((a for a in parser._actions if a.dest == dest and a.option_strings), None)
+        if target is None:
+            raise ValueError(f"add_alias: no flag stores {dest!r} yet")
+        target.option_strings.append(old)
+        parser._option_string_actions[old] = target
+        target.hidden_spellings = set(getattr(target, "hidden_spellings", ())) | {old}
+        return
+    kwargs: dict[str, Any] = {"dest": dest, "help": argparse.SUPPRESS, "default": argparse.SUPPRESS,
+                              "action": action}
+    if action == "store_const":
+        kwargs["const"] = const
     parser.add_argument(old, **kwargs)
 
 
 THINKING_CHOICES = ("on", "off", "auto")
+
+
+def on_off(text: str) -> bool:
+    """Argparse type: ``on`` -> True, ``off`` -> False.
+
+    >>> on_off("on"), on_off("off")
+    (True, False)
+    """
+    if text not in ("on", "off"):
+        raise argparse.ArgumentTypeError(f"{text!r}: choose on or off")
+    return text == "on"
 
 
 def thinking_value(choice: str | None) -> bool | None:
@@ -227,7 +247,19 @@ def thinking_value(choice: str | None) -> bool | None:
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows a flag's default once: not when the help already speaks of it, nor when there is none."""
+    """Shows a flag's default once (not when the help already speaks of it, nor when there is none),
+    and leaves out the old spellings that :func:`add_alias` hid."""
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        hidden = getattr(action, "hidden_spellings", ())
+        if not hidden:
+            return super()._format_action_invocation(action)
+        saved = action.option_strings
+        action.option_strings = [s for s in saved if s not in hidden]
+        try:
+            return super()._format_action_invocation(action)
+        finally:
+            action.option_strings = saved
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""

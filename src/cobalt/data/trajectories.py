@@ -487,14 +487,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--history-max-chars", type=int, default=d.history_max_chars,
                         help="with --thinking on, past answers keep only the text after the last </think>, cut "
                         "to this many characters (<=0: no cut)")
-    from cobalt.cli_support import add_alias
+    from cobalt.cli_support import add_alias, on_off
 
-    parser.add_argument("--thinking", choices=("on", "off"), default="off",
+    parser.add_argument("--thinking", dest="enable_thinking", type=on_off, default=False, metavar="{on,off}",
                         help="on: the policy is a thinking model, histories keep the answer after the last "
                         "</think>, stripped and cut to --history-max-chars (the original's --enable_thinking); "
                         "off: the full response is kept (default: off)")
-    add_alias(parser, "--enable-thinking", dest="thinking", action="store_const", const="on")
-    add_alias(parser, "--enable_thinking", dest="thinking", action="store_const", const="on")
+    add_alias(parser, "--enable-thinking", dest="enable_thinking", action="store_const", const=True)
+    add_alias(parser, "--enable_thinking", dest="enable_thinking", action="store_const", const=True)
     parser.add_argument("--too-easy-by", choices=("full", "public"), default=d.too_easy_by,
                         help="dynamic sampling drops a problem whose first-turn samples all pass every test, public "
                         "and hidden (full, the original) or all pass the public tests (public)")
@@ -518,7 +518,7 @@ def config_from_args(args: argparse.Namespace) -> BuildConfig:
         variance_pool=args.variance_pool,
         max_prompt_tokens=args.max_prompt_tokens,
         history_max_chars=args.history_max_chars,
-        enable_thinking=args.thinking == "on",
+        enable_thinking=args.enable_thinking,
         too_easy_by=args.too_easy_by,
         stop_when=args.stop_when,
         seed=args.seed,

@@ -159,7 +159,7 @@ def test_help_explains_every_flag(capsys):
     for flag in ("--input", "--input_file", "--output_file", "--model_name", "--is_test", "--history-turns",
                  "--max-trajectories", "--variance-pool", "--max-prompt-tokens", "--history-max-chars",
                  "--too-easy-by", "--stop-when", "--seed", "--template-dir", "--chat-template-kwargs", "--no-progress",
-                 "--enable-thinking", "--profile"):
+                 "--thinking {on,off}", "--profile"):
         assert flag in text
     assert "(default: 10000)" in text and "(default: 6000)" in text and "(default: 16)" in text
 
@@ -208,6 +208,8 @@ def test_flag_defaults_are_the_papers():
     (["--seed"], "seed", "7", 7),
     (["--template-dir"], "template_dir", "my/templates", "my/templates"),
     (["--profile"], "profile", "cobalt", "cobalt"),
+    (["--thinking"], "enable_thinking", "on", True),
+    (["--thinking"], "enable_thinking", "off", False),
 ])
 def test_every_spelling_of_a_valued_flag(spellings, dest, value, expected):
     for spelling in spellings:
@@ -217,7 +219,7 @@ def test_every_spelling_of_a_valued_flag(spellings, dest, value, expected):
 
 @pytest.mark.parametrize("spellings, dest", [
     (["--is-test", "--is_test"], "is_test"),
-    (["--enable-thinking", "--enable_thinking"], "enable_thinking"),
+    (["--enable-thinking", "--enable_thinking"], "enable_thinking"),  # the original's spelling, hidden
     (["--no-progress"], "no_progress"),
 ])
 def test_every_spelling_of_a_switch(spellings, dest):
