@@ -22,8 +22,8 @@ MAX_RESPONSE_BYTES = 1 << 20
 def cut_to_bytes(text: str, limit: int) -> str:
     """The longest prefix of ``text`` whose UTF-8 encoding fits in ``limit`` bytes (no split character).
 
-    >>> cut_to_bytes("aé" * 3, 4)
-    'aé'
+    >>> cut_to_bytes("aé" * 3, 5)  # a, é (2 bytes), a, then half of an é: left out
+    'aéa'
     """
     raw = text.encode("utf-8")
     if len(raw) <= limit:

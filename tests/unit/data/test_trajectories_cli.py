@@ -301,7 +301,7 @@ def test_run_prints_the_summary_and_records_its_inputs(tmp_path, capsys):
 def test_run_shows_progress_and_records_empty_template_arguments(tmp_path, capsys):
     out = tmp_path / "train.jsonl"
     assert main(["build-prompts", "-i", str(FIXTURE), "-o", str(out), "--max-prompt-tokens", "0"]) == 0
-    assert "\rproblems: 7problem [" in capsys.readouterr().err
+    assert "build-prompts: 7/7 problems (100%)" in capsys.readouterr().err  # plain lines with the total in a log
     report = json.loads((tmp_path / "train.jsonl.summary.json").read_text())
     assert report["chat_template_kwargs"] == {} and report["model_name"] == "Qwen/Qwen3-8B"
 
