@@ -38,7 +38,7 @@ from cobalt.profile import add_profile_argument
 CONFIG_SUFFIX = ".config.json"
 SUMMARY_SUFFIX = ".summary.json"
 # Fields that must agree between a run and the run it resumes.
-RESUME_KEYS = ("engine", "model", "samples", "repair_turns", "enable_thinking", "max_new_tokens",
+RESUME_KEYS = ("engine", "model", "samples", "repair_turns", "enable_thinking", "thinking", "max_new_tokens",
                "temperature", "top_p", "profile", "first_turn_from", "public_tests")
 
 
@@ -202,6 +202,7 @@ def resolved_config(args: argparse.Namespace, engine: Any, params: Any, config: 
         "samples": config.samples,
         "repair_turns": config.repair_turns,
         "enable_thinking": config.enable_thinking,
+        "thinking": args.thinking,
         "max_new_tokens": params.max_new_tokens,
         "temperature": params.temperature,
         "top_p": params.top_p,
