@@ -312,7 +312,7 @@ class LineProgress:
         """Print the final line once."""
         if not self._closed:
             self._closed = True
-            if self.n != self._last_n or self.n == 0:
+            if self.n != self._last_n or (self.n == 0 and self.total):
                 self._emit(time.monotonic())
 
 

@@ -410,3 +410,17 @@ def test_responses_beyond_max_tokens_or_one_mib_are_cut_marked_and_counted(tmp_p
                                      "--turns", "0", "--no-progress")).returncode == 0
     turn = _lines(small_out)[0]["samples"][0]["turns"][0]
     assert "cut" not in turn and turn["response"] == "short answer"
+
+
+def test_exec_rerun_says_how_much_was_already_done(tmp_path):
+    jobs, results = tmp_path / "jobs.jsonl", tmp_path / "results.jsonl"
+    jobs.write_text("".join(json.dumps({"id": f"j{i}", "code": "print(int(input()) + 1)",
+                                        "test_cases": {"inputs": [f"{i}\n"], "outputs": [f"{i + 1}\n"]}}) + "\n"
+                            for i in range(2)))
+    first = cobalt("exec", "--input", str(jobs), "--output", str(results))
+    assert first.returncode == 0, first.stderr
+    assert "cobalt exec: 2 judged (0 of 2 jobs already done)" in first.stderr
+    assert "exec: 2/2 programs (100%)" in first.stderr and "\r" not in first.stderr
+    again = cobalt("exec", "--input", str(jobs), "--output", str(results))
+    assert again.returncode == 0 and "cobalt exec: 0 judged (2 of 2 jobs already done)" in again.stderr
+    assert len(_lines(results)) == 2

@@ -268,5 +268,6 @@ async def run_jobs(input_path: Path, output_path: Path, client, *, progress: boo
 
         await asyncio.gather(*(one(*job) for job in pending))
         bar.close()
-    print(f"cobalt exec: {len(pending)} judged, {bad} bad job(s), results in {output_path}", file=sys.stderr)
+    print(f"cobalt exec: {len(pending)} judged ({resumed_line(len(out.done) - len(pending), len(out.done), 'jobs')}),"
+          f" {bad} bad job(s), results in {output_path}", file=sys.stderr)
     return 1 if bad else 0
