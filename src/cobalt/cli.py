@@ -11,12 +11,15 @@ import argparse
 import importlib
 import sys
 
+from cobalt.cli_support import HelpFormatter, debug_requested, run_guarded
+
 # name -> (module, one-line help). The paper's scripts map onto these commands.
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("cobalt.demo", "The whole Cobalt loop on the shipped problems: first turn, repairs, hidden eval, Pass@1, bandit prompts, veRL parquet."),
     "exec": ("cobalt.execution.cli", "Run programs against test cases in the sandbox (job file or one program)."),
     "serve": ("cobalt.execution.serve_cli", "Start the Ray Serve evaluator app (the paper's remote_reward_server.py)."),
     "preproc-taco": ("cobalt.data.taco", "Clean TACO-verified into problems with public and hidden tests (preproc/preproc_taco.py)."),
+    "preproc-leetcode": ("cobalt.data.leetcode_cli", "Turn LeetCode or CodeContests JSONL into a problems file with starter code and fn_name."),
     "preproc-lcb": ("cobalt.data.livecodebench", "Prepare LiveCodeBench release test6 (preproc/preproc_lcb_test6.py)."),
     "perturb": ("cobalt.data.perturbation", "Perturb public tests for the reward-hacking study (preproc/run_perturbation.py)."),
     "build-prompts": ("cobalt.data.trajectories", "Turn multi-turn trajectories into partial-trajectory bandit prompts (preproc/process_multi_turn_taco.py)."),
@@ -31,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "judge": ("cobalt.analysis.judge", "Classify reward-hacking cases with an LLM judge through any engine (run_llm_judge.py)."),
     "hacking-report": ("cobalt.analysis.hacking_report", "Reward-hacking report: counts per category and run (markdown, CSV, PNG, examples)."),
     "cost-report": ("cobalt.verl_plugin.costs", "Seconds per example and GPU-hours per step of training runs, from verl's step logs."),
+    "doctor": ("cobalt.doctor", "Check the sandbox, its isolation layers, engines, Ray, the tokenizer and the hub; one line per check with the fix."),
 }
 
 
@@ -42,10 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
         "for multi-turn code generation.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Commands:\n" + "\n".join(f"  {n:<16} {h}" for n, (_, h) in COMMANDS.items())
-        + "\n\nRun 'cobalt <command> --help' for the flags of a command.",
+        + "\n\nRun 'cobalt <command> --help' for the flags of a command. Any command takes --debug "
+        "(or COBALT_DEBUG=1) to show the traceback of an error.",
     )
     parser.add_argument("--version", action="version", version=_version())
-    parser.add_argument("command", nargs="?", help="one of: " + ", ".join(COMMANDS))
+    parser.add_argument("command", nargs="?", help="the command to run (listed below)")
     return parser
 
 
@@ -62,7 +67,7 @@ def command_parser(name: str) -> tuple[argparse.ArgumentParser, object]:
     parser = argparse.ArgumentParser(
         prog=f"cobalt {name}",
         description=(module.__doc__ or help_text).strip().split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     module.add_arguments(parser)
     return parser, module
@@ -70,7 +75,7 @@ def command_parser(name: str) -> tuple[argparse.ArgumentParser, object]:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``cobalt`` console script."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    debug, argv = debug_requested(list(sys.argv[1:] if argv is None else argv))
     top = build_parser()
     if not argv or argv[0] in ("-h", "--help"):
         top.print_help()
@@ -82,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         top.error(f"unknown command {name!r}; choose from: {', '.join(COMMANDS)}")
     parser, module = command_parser(name)
     args = parser.parse_args(argv[1:])
-    return int(module.run(args) or 0)
+    return run_guarded(name, lambda: module.run(args), debug=debug)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,10 @@ import sys
 import time
 from pathlib import Path
 
+from cobalt.cli_support import UsageError, add_alias, non_negative_int, positive_int
 from cobalt.profile import add_profile_argument
+
+DEMO_ENGINES = ("transformers", "openai", "vllm")
 
 DEFAULT_MODEL = "Qwen/Qwen2.5-Coder-0.5B-Instruct"
 HUB_HOST = ("huggingface.co", 443)
@@ -50,22 +53,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of ``cobalt demo``."""
     parser.add_argument("--problems", type=Path, default=None,
                         help="LeetCodeDataset-format JSONL(.gz) (default: the 24 problems shipped with cobalt)")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N problems")
-    parser.add_argument("--work-dir", type=Path, default=Path("cobalt-demo"), help="where every stage writes")
+    parser.add_argument("--limit", type=non_negative_int, default=None, help="only the first N problems (0: none)")
+    parser.add_argument("--output-dir", dest="work_dir", type=Path, default=Path("cobalt-demo"),
+                        help="where every stage writes")
+    add_alias(parser, "--work-dir", dest="work_dir", type=Path)
     parser.add_argument("--model", default=DEFAULT_MODEL,
                         help="hub id or local folder of an instruct model (transformers engine); without the hub, "
                         "a tiny random model is built locally instead")
-    parser.add_argument("--engine", default="transformers", help="engine for --model (transformers, openai, vllm)")
+    parser.add_argument("--engine", choices=DEMO_ENGINES, default="transformers", help="engine for --model")
     parser.add_argument("--base-url", default=None, help="OpenAI-compatible server for --engine openai")
     parser.add_argument("--tiny", action="store_true", help="use the tiny random model even when the hub answers")
     parser.add_argument("--first-turn", choices=("shipped", "model"), default="shipped",
                         help="shipped: sample 0's first turn is the data set's real model answer (cached), the "
                         "other samples' are the model's; model: the model writes every first turn")
-    parser.add_argument("--samples", type=int, default=2, help="trajectories per problem")
-    parser.add_argument("--turns", type=int, default=2, help="repair turns (2: the paper's training data)")
-    parser.add_argument("--max-tokens", type=int, default=None,
+    parser.add_argument("--samples", type=positive_int, default=2, help="trajectories per problem")
+    parser.add_argument("--turns", type=non_negative_int, default=2, help="repair turns (2: the paper's training data)")
+    parser.add_argument("--max-new-tokens", dest="max_tokens", type=positive_int, default=None,
                         help="new tokens per response (default: 48 for the tiny random model, 2048 otherwise)")
-    parser.add_argument("--workers", type=int, default=None, help="programs judged at once (default: CPUs)")
+    add_alias(parser, "--max-tokens", dest="max_tokens", type=positive_int)
+    parser.add_argument("--max-programs", dest="workers", type=positive_int, default=None,
+                        help="programs judged at once (default: CPUs)")
+    add_alias(parser, "--workers", dest="workers", type=positive_int)
     parser.add_argument("--no-sandbox", action="store_true", help="run without bubblewrap (trusted code only)")
     add_profile_argument(parser)
 
@@ -89,6 +97,10 @@ def run(args: argparse.Namespace) -> int:
     """Run the demo; 0 when every stage worked. A sandbox or model that cannot work is one line and exit 1."""
     from cobalt.health import InfrastructureError, PreflightError
 
+    if args.engine == "openai" and not (args.base_url or os.environ.get("OPENAI_BASE_URL")):
+        raise UsageError("--engine openai needs --base-url URL (an OpenAI-compatible server) or $OPENAI_BASE_URL")
+    if args.problems is not None and not args.problems.is_file():
+        raise UsageError(f"--problems {args.problems}: no such file")
     try:
         return asyncio.run(_main(args))
     except (PreflightError, InfrastructureError) as exc:

@@ -31,6 +31,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
 T = TypeVar("T")
 
 MAX_SAVED_ERRORS = 100
+MAX_SHOWN_ERRORS = 10
+"""Error lines printed to stderr for one run; the rest are counted."""
 """Error messages kept in a saved summary (the first ones; the counts cover all)."""
 
 
@@ -112,7 +114,7 @@ def good_records(records: Iterable[tuple[int, Any]], parse: Callable[[Any, int],
     each record adds 1 to ``tally.records_read``; a bad one adds 1 to
     ``tally.bad_records`` and its message (file, line, field) to
     ``tally.errors``, and with ``echo`` a line ``bad record skipped: ...`` to
-    stderr. Records that are not bad are the caller's to count.
+    stderr (the first :data:`MAX_SHOWN_ERRORS`, then one line saying more follow). Records that are not bad are the caller's to count.
     """
     for line, record in records:
         tally.records_read += 1
@@ -123,8 +125,11 @@ def good_records(records: Iterable[tuple[int, Any]], parse: Callable[[Any, int],
         except RecordError as exc:
             tally.bad_records += 1
             tally.errors.append(str(exc))
-            if echo:
+            if echo and tally.bad_records <= MAX_SHOWN_ERRORS:
                 print(f"bad record skipped: {exc}", file=sys.stderr)
+            elif echo and tally.bad_records == MAX_SHOWN_ERRORS + 1:
+                print("bad records: more are skipped without a line here; the summary counts them all",
+                      file=sys.stderr)
             continue
         yield line, parsed
 

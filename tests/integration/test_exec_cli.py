@@ -71,6 +71,6 @@ def test_single_program_form(tmp_path):
 def test_help_explains_every_flag():
     proc = _cobalt("exec", "--help")
     assert proc.returncode == 0
-    for flag in ("--input", "--output", "--workers", "--code", "--tests", "--no-sandbox", "--call-mode",
+    for flag in ("--input", "--output", "--max-programs", "--code", "--tests", "--no-sandbox", "--call-mode",
                  "--compare", "--test-timeout", "--memory-mb", "--output-mb", "--max-processes"):
         assert flag in proc.stdout

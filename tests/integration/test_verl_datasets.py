@@ -138,6 +138,6 @@ def test_help_explains_every_flag(capsys):
     with pytest.raises(SystemExit):
         main(["make-verl-data", "--help"])
     text = capsys.readouterr().out
-    for flag in ("--kind", "--train", "--val", "--out-dir", "--tokenizer", "--chat-template-kwargs", "--data-source",
+    for flag in ("--kind", "--train", "--val", "--output-dir", "--tokenizer", "--chat-template-kwargs", "--data-source",
                  "--max-prompt-tokens", "--template-dir", "--no-progress"):
         assert flag in text

@@ -20,6 +20,8 @@ LAYERS: dict[str, int] = {
     "cobalt": 0,  # the package itself (__version__)
     "cobalt.io": 0,
     "cobalt.profile": 0,
+    "cobalt.cli_support": 0,
+    "cobalt.hub": 0,
     "cobalt.text": 1,
     "cobalt.prompts": 1,
     # base: services every stage may use
@@ -41,6 +43,7 @@ LAYERS: dict[str, int] = {
     "cobalt.verl_plugin": 8,
     # entry points that run any stage: the CLI, the demo, the paper's script front-ends
     "cobalt.cli": 9,
+    "cobalt.doctor": 9,
     "cobalt.__main__": 9,
     "cobalt.demo": 9,
     "cobalt.rollout.shims": 9,

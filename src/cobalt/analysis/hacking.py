@@ -329,9 +329,8 @@ def extract_file(data_file: str | Path, input_file: str | Path, output: str | Pa
                  profile: Profile | str = Profile.PAPER, shown: str = SHOWN_LAST, run: str | None = None,
                  progress: bool = True) -> ExtractionSummary:
     """Extract every hacking case of ``input_file`` into ``output`` (appended, resumable by id)."""
-    from tqdm.auto import tqdm
-
-    from cobalt.data.problems import iter_local_records
+    from cobalt.cli_support import progress_iter
+    from cobalt.data.problems import count_local_records, iter_local_records
     from cobalt.io import JsonlAppender
 
     profile = resolve_profile(profile)
@@ -346,7 +345,8 @@ def extract_file(data_file: str | Path, input_file: str | Path, output: str | Pa
     def parse(record: Any, line: int) -> TrajectoryRecord:
         return TrajectoryRecord.from_dict(record, path=str(input_file), line=line)
 
-    records = tqdm(iter_local_records(input_file), desc="extract-hacking", unit="problem", disable=not progress)
+    records = progress_iter(iter_local_records(input_file), count_local_records(input_file), "extract-hacking",
+                            "problems", enabled=progress)
     with JsonlAppender(Path(output)) as out:
         for line, traj in good_records(records, parse, summary):
             problem = problems.get(traj.problem.id)

@@ -174,7 +174,7 @@ async def judge_cases(engine: Any, cases: Sequence[tuple[int, Mapping[str, Any]]
     :class:`cobalt.health.FailureBreaker`) counts every request; once it opens,
     :class:`cobalt.health.BreakerOpen` is raised and the cases not yet judged stay unwritten.
     """
-    from tqdm.auto import tqdm
+    from cobalt.cli_support import progress as progress_counter
 
     from cobalt.engines.base import SamplingParams
     from cobalt.health import FailureBreaker
@@ -187,7 +187,7 @@ async def judge_cases(engine: Any, cases: Sequence[tuple[int, Mapping[str, Any]]
     summary = summary if summary is not None else JudgeSummary(profile.value)
     semaphore = asyncio.Semaphore(max(1, concurrency))
     described = engine.describe()
-    bar = tqdm(total=len(cases), desc="judge", unit="case", disable=not progress)
+    bar = progress_counter(len(cases), "judge", "cases", enabled=progress)
 
     async def one(line: int, case: Mapping[str, Any]) -> None:
         messages = judge_messages(case, template_dir)
@@ -328,9 +328,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="judged cases JSONL (appended, resumable by id); <output>.summary.json beside it")
     add_engine_flags(parser)
     sampling = parser.add_argument_group("sampling")
-    sampling.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE, help="sampling temperature")
-    sampling.add_argument("--top-p", type=float, default=DEFAULT_TOP_P, help="nucleus sampling threshold")
-    sampling.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS,
+    from cobalt.cli_support import add_alias, fraction, non_negative_float, non_negative_int, positive_int
+
+    sampling.add_argument("--temperature", type=non_negative_float, default=DEFAULT_TEMPERATURE,
+                          help="sampling temperature (0: greedy)")
+    sampling.add_argument("--top-p", type=fraction, default=DEFAULT_TOP_P, help="nucleus sampling mass, in (0, 1]")
+    sampling.add_argument("--max-new-tokens", type=positive_int, default=DEFAULT_MAX_NEW_TOKENS,
                           help="reply length limit in tokens (reasoning included for reasoning models)")
     sampling.add_argument("--seed", type=int, default=None, help="sampling seed, where the backend supports one")
     sampling.add_argument("--judgments", type=int, default=1,
@@ -340,11 +343,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="whole-case retries on top of the engine's own retries (exponential backoff; "
                         "0 keeps one retry layer)")
     parser.add_argument("--backoff", type=float, default=1.0, help="first backoff delay in seconds (doubles each retry)")
-    parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="cases in flight at once")
+    parser.add_argument("--max-cases", dest="concurrency", type=positive_int, default=DEFAULT_CONCURRENCY,
+                        help="judge cases in flight at once")
+    add_alias(parser, "--concurrency", dest="concurrency", type=positive_int)
     parser.add_argument("--template-dir", default=None,
                         help="folder with judge_system.txt / judge.txt to use instead of the packaged templates "
                         "(default: $COBALT_TEMPLATE_DIR)")
-    parser.add_argument("--limit", type=int, default=None, help="judge at most this many new cases")
+    parser.add_argument("--limit", type=non_negative_int, default=None,
+                        help="judge at most this many new cases (0: none)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_profile_argument(parser)
 

@@ -1,7 +1,7 @@
 """`cobalt report`: Pass@1 per turn of one or more evaluated runs, side by side.
 
 Input: evaluated inference records (the output of ``cobalt eval``), one file per
-run. Output, in ``--out-dir``: ``pass_at_1.md`` (markdown table: Pass@1 per turn
+run. Output, in ``--output-dir``: ``pass_at_1.md`` (markdown table: Pass@1 per turn
 and its change against turn 0 as a percentage of turn 0, one column pair per
 run), ``pass_at_1.csv`` (one row per run and turn) and ``pass_at_1.png`` (Pass@1
 against the turn, runs overlaid, as in the paper's figures). Each run's table
@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from cobalt.cli_support import add_alias
+
 REPORT_STEM = "pass_at_1"
 
 
@@ -25,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", help="evaluated records (JSONL) of each run, as written by cobalt eval")
     parser.add_argument("--labels", nargs="+", default=None,
                         help="one label per run (default: the file names)")
-    parser.add_argument("--out-dir", required=True, help="folder for pass_at_1.md, .csv and .png")
+    parser.add_argument("--output-dir", dest="out_dir", required=True, help="folder for pass_at_1.md, .csv and .png")
+    add_alias(parser, "--out-dir", dest="out_dir")
     parser.add_argument("--title", default="Pass@1 per turn", help="plot title")
     parser.add_argument("--note", default=None, help="a line printed under the table (e.g. what the model is)")
 

@@ -104,6 +104,8 @@ class LeetCodeProblem:
     model_response: str
     test_inputs: tuple[str, ...]
     test_outputs: tuple[str, ...]
+    starter_code: str = ""
+    """The ``class Solution`` stub the problem gives (the data set's ``meta.lang_code``)."""
 
     @classmethod
     def from_record(cls, rec: dict) -> "LeetCodeProblem":
@@ -118,6 +120,7 @@ class LeetCodeProblem:
             model_response=rec.get("response", ""),
             test_inputs=tuple(t["input"] for t in rec["input_output"]),
             test_outputs=tuple(t["output"] for t in rec["input_output"]),
+            starter_code=str(meta.get("lang_code") or rec.get("starter_code") or ""),
         )
 
     def expected_value(self, text: str) -> Any:

@@ -44,7 +44,7 @@ from typing import Any, Iterator, Mapping
 
 from cobalt.execution.base import TestCases
 from cobalt.io import RecordError, require_field
-from cobalt.data.problems import DropSummary, is_local_source, iter_local_records, tests_json
+from cobalt.data.problems import DropSummary, count_local_records, is_local_source, iter_local_records, tests_json
 from cobalt.profile import Profile, add_profile_argument, profile_from_args, resolve_profile
 
 HUB_NAME = "livecodebench/code_generation_lite"
@@ -298,6 +298,9 @@ def iter_source(source: str, filename: str = HUB_FILE) -> Iterator[tuple[int, An
     """Records of a local test6-format file, or of ``filename`` downloaded from the hub data set."""
     if is_local_source(source):
         return iter_local_records(source)
+    from cobalt.hub import require_hub
+
+    require_hub(source, what="data set", flag="--input")
     try:
         from huggingface_hub import hf_hub_download
     except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -310,15 +313,15 @@ def prepare_file(source: str, output: Path, *, filename: str = HUB_FILE, with_st
                  template_dir: str | None = None, max_bytes: int = 1 << 30, progress: bool = True,
                  profile: "str | Profile" = "paper", functional: str | None = None) -> DropSummary:
     """Convert every record of ``source`` into ``output`` (appended, resumable by id)."""
-    from tqdm.auto import tqdm
-
+    from cobalt.cli_support import progress_iter
     from cobalt.io import JsonlAppender
 
     summary = DropSummary()
     summary.dropped = Counter({BAD_RECORD: 0, UNSUPPORTED_TESTTYPE: 0, NO_TESTS: 0})
     with JsonlAppender(output) as out:
-        for line, record in tqdm(iter_source(source, filename), desc="livecodebench", unit="problem",
-                                 disable=not progress):
+        total = count_local_records(source) if is_local_source(source) else None
+        for line, record in progress_iter(iter_source(source, filename), total, "livecodebench", "problems",
+                                          enabled=progress):
             summary.total += 1
             if isinstance(record, Mapping) and str(record.get("question_id")) in out.done:
                 summary.kept += 1

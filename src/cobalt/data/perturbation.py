@@ -186,14 +186,15 @@ def iter_problems_on(path: str | Path, which: str = "auto") -> Iterator[tuple[in
 def perturb_file(source: str | Path, output: Path, *, seed: int = DEFAULT_SEED, field: str = "public_test_cases",
                  progress: bool = True) -> DropSummary:
     """Perturb every problem of ``source`` into ``output`` (appended, resumable by id)."""
-    from tqdm.auto import tqdm
-
+    from cobalt.cli_support import progress_iter
+    from cobalt.data.problems import count_local_records
     from cobalt.io import JsonlAppender
 
     summary = DropSummary()
     summary.dropped = Counter({BAD_RECORD: 0, FEWER_THAN_TWO_UNIQUE: 0})
     with JsonlAppender(output) as out:
-        for line, record in tqdm(iter_local_records(source), desc="perturb", unit="problem", disable=not progress):
+        for line, record in progress_iter(iter_local_records(source), count_local_records(source), "perturb",
+                                          "problems", enabled=progress):
             summary.total += 1
             if isinstance(record, Mapping) and record.get("id") in out.done:
                 summary.kept += 1
@@ -228,8 +229,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``cobalt perturb``."""
+    from cobalt.cli_support import capped, require_file
     from cobalt.io import count_unique, empty_input_warning, resume_guard, save_settings, write_json_atomic
 
+    require_file(args.input)
     output = Path(args.output)
     settings, refused = resume_guard(args, [args.input])
     if refused:
@@ -245,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
     write_json_atomic(output.with_name(output.name + ".summary.json"),
                       {**summary.to_dict(), "seed": args.seed, "source": str(args.input)})
     print(summary.format(f"perturbed -> {output}"))
-    for err in summary.errors[:20]:
+    for err in capped(summary.errors):
         print(f"  {err}")
     if summary.total == 0:
         print(empty_input_warning("cobalt perturb", args.input), file=sys.stderr)

@@ -446,6 +446,9 @@ def iter_source(source: str, split: str = "train") -> tuple[Iterator[tuple[int, 
     """Records of a local file or of a hub data set, with a count when cheap."""
     if is_local_source(source):
         return iter_local_records(source), count_local_records(source)
+    from cobalt.hub import require_hub
+
+    require_hub(source, what="data set", flag="--input")
     try:
         import datasets  # heavy; only for hub loading
     except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -486,7 +489,7 @@ def summarize(output: Path, dropped_path: Path) -> DropSummary:
 async def clean_file(source: str, output: Path, cfg: TacoConfig, client, *, split: str = "train",
                      limit: int | None = None, window: int = 64, progress: bool = True) -> DropSummary:
     """Clean every record of ``source`` into ``output`` (resumable); return the summary."""
-    from tqdm.auto import tqdm
+    from cobalt.cli_support import progress as progress_counter
 
     from cobalt.io import JsonlAppender
 
@@ -502,7 +505,7 @@ async def clean_file(source: str, output: Path, cfg: TacoConfig, client, *, spli
         async def worker(line, rec):
             return await process_record(line, rec, path=str(source), cfg=cfg, client=client)
 
-        bar = tqdm(total=total, initial=len(done), desc="taco", unit="problem", disable=not progress)
+        bar = progress_counter(total, "taco", "problems", enabled=progress, initial=len(done))
         async for outcome in run_ordered(todo, worker, window):
             if outcome.record is not None:
                 out.write(outcome.record)
@@ -557,10 +560,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "\"verified\": false) or 'drop' (cobalt default)")
     parser.add_argument("--id-field", default=d.id_field,
                         help="record field used as the problem id (missing: taco-<row index>)")
-    parser.add_argument("--limit", type=int, default=None, help="process only the first N records")
-    parser.add_argument("--concurrency", type=int, default=None,
+    from cobalt.cli_support import add_alias, non_negative_int, positive_int
+
+    parser.add_argument("--limit", type=non_negative_int, default=None, help="process only the first N records (0: none)")
+    parser.add_argument("--max-programs", dest="concurrency", type=positive_int, default=None,
                         help="programs run at once by the evaluator (default: CPUs, or $COBALT_EVAL_CONCURRENCY)")
-    parser.add_argument("--window", type=int, default=64, help="problems verified at once")
+    add_alias(parser, "--concurrency", dest="concurrency", type=positive_int)
+    parser.add_argument("--max-problems", dest="window", type=positive_int, default=64,
+                        help="problems verified at once")
+    add_alias(parser, "--window", dest="window", type=positive_int)
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_profile_argument(parser)
 

@@ -311,9 +311,9 @@ class TokenCounter:
 
 @functools.lru_cache(maxsize=4)
 def _load_tokenizer(name_or_path: str) -> Any:
-    from transformers import AutoTokenizer
+    from cobalt.hub import load_tokenizer
 
-    return AutoTokenizer.from_pretrained(name_or_path)
+    return load_tokenizer(name_or_path, flag="--tokenizer")
 
 
 # ---------------------------------------------------------------- prompts
@@ -418,9 +418,10 @@ def build_prompts(
     rows: list[PromptRow] = []
     records: Iterator[TrajectoryRecord] = iter_records(input_path, summary, config.profile)
     if progress:
-        from tqdm import tqdm
+        from cobalt.cli_support import progress_iter
+        from cobalt.data.problems import count_local_records
 
-        records = tqdm(records, desc="problems", unit="problem")
+        records = progress_iter(records, count_local_records(input_path), "build-prompts", "problems")
     for record in records:
         rows.extend(process_record(record, config, count_tokens, summary))
     random.Random(config.seed).shuffle(rows)
@@ -484,12 +485,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="stop a trajectory's prompts once one is longer than this many tokens (<=0: no limit, "
                         "no tokenizer loaded)")
     parser.add_argument("--history-max-chars", type=int, default=d.history_max_chars,
-                        help="with --enable-thinking, past answers keep only the text after the last </think>, cut "
+                        help="with --thinking on, past answers keep only the text after the last </think>, cut "
                         "to this many characters (<=0: no cut)")
-    parser.add_argument("--enable-thinking", "--enable_thinking", dest="enable_thinking", action="store_true",
-                        help="the policy is a thinking model: histories keep the answer after the last </think>, "
-                        "stripped and cut to --history-max-chars (as the original's flag); without it the full "
-                        "response is kept")
+    from cobalt.cli_support import add_alias, on_off
+
+    parser.add_argument("--thinking", dest="enable_thinking", type=on_off, default=False, metavar="{on,off}",
+                        help="on: the policy is a thinking model, histories keep the answer after the last "
+                        "</think>, stripped and cut to --history-max-chars (the original's --enable_thinking); "
+                        "off: the full response is kept (default: off)")
+    add_alias(parser, "--enable-thinking", dest="enable_thinking", action="store_const", const=True)
+    add_alias(parser, "--enable_thinking", dest="enable_thinking", action="store_const", const=True)
     parser.add_argument("--too-easy-by", choices=("full", "public"), default=d.too_easy_by,
                         help="dynamic sampling drops a problem whose first-turn samples all pass every test, public "
                         "and hidden (full, the original) or all pass the public tests (public)")

@@ -170,9 +170,10 @@ def build_split(kind: str, path: str | os.PathLike, split: str, *, data_source: 
     lengths: list[int] = []
     items: Iterator = _records(path)
     if progress:
-        from tqdm import tqdm
+        from cobalt.cli_support import progress_iter
+        from cobalt.data.problems import count_local_records
 
-        items = tqdm(items, desc=split, unit="record")
+        items = progress_iter(items, count_local_records(path), split, "records")
 
     def parse(record: Any, line: int) -> tuple:
         public = None
@@ -222,6 +223,8 @@ def make_verl_data(kind: str, out_dir: str | os.PathLike, *, train: str | None, 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of ``cobalt make-verl-data``."""
+    from cobalt.cli_support import add_alias
+
     parser.add_argument("--kind", choices=KINDS, required=True,
                         help="single-turn: rows from a problems file (system + instruction); "
                         "cobalt: rows from `cobalt build-prompts` output (partial trajectories); "
@@ -231,8 +234,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="training input (problems file, or build-prompts rows; JSONL, JSON or parquet)")
     parser.add_argument("--val", default=None,
                         help="validation input, same format; its rows get extra_info.is_val = true")
-    parser.add_argument("--out-dir", "--local_dir", dest="out_dir", required=True,
+    parser.add_argument("--output-dir", dest="out_dir", required=True,
                         help="folder for train.parquet, val.parquet and make_verl_data.summary.json")
+    add_alias(parser, "--out-dir", dest="out_dir")
+    add_alias(parser, "--local_dir", dest="out_dir")
     parser.add_argument("--tokenizer", "--model-name", "--model_name", dest="tokenizer", default="Qwen/Qwen3-8B",
                         help="policy model (hub name or local folder) whose chat template measures prompt lengths")
     parser.add_argument("--chat-template-kwargs", default="{}",

@@ -15,6 +15,7 @@ import inspect
 import os
 from typing import Any
 
+from cobalt.cli_support import non_negative_int, positive_float, positive_int
 from cobalt.engines.base import ENGINES, Engine, EngineError, SamplingParams, create_engine
 
 ENV_ENGINE = "COBALT_ENGINE"
@@ -32,10 +33,11 @@ def add_engine_arguments(parser: argparse.ArgumentParser, *, default_engine: str
                        help=f"hub id, local path or API model name (default: ${ENV_MODEL})")
     group.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
     group.add_argument("--api-key", default=None, help="API key (default: $OPENAI_API_KEY); never saved or logged")
-    group.add_argument("--max-in-flight", type=int, default=64, help="API engines: requests in flight at most")
-    group.add_argument("--timeout", type=float, default=600.0, help="API engines: seconds per request attempt")
-    group.add_argument("--max-retries", type=int, default=6, help="API engines: retries on 429, 5xx and timeouts")
-    group.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm: GPUs per model copy")
+    group.add_argument("--max-in-flight", type=positive_int, default=64, help="API engines: requests in flight at most")
+    group.add_argument("--timeout", type=positive_float, default=600.0, help="API engines: seconds per request attempt")
+    group.add_argument("--max-retries", type=non_negative_int, default=6,
+                       help="API engines: retries on 429, 5xx and timeouts")
+    group.add_argument("--tensor-parallel-size", type=positive_int, default=1, help="vllm: GPUs per model copy")
     group.add_argument("--device", default="auto", help="transformers: auto, cpu or cuda[:i]")
     group.add_argument("--openai_api_key", default=None, help="the paper's flag: same as --api-key")
     group.add_argument("--aws_access_key_id", default=None, help="litellm/Bedrock (default: $AWS_ACCESS_KEY_ID)")
@@ -112,17 +114,27 @@ def add_sampling_arguments(parser: argparse.ArgumentParser, *, defaults: Samplin
     """Add ``--n``, ``--temperature``, ``--top-p``, ``--max-new-tokens``, ``--seed``, ``--thinking``."""
     d = defaults or SamplingParams()
     group = parser.add_argument_group("sampling")
-    group.add_argument("--n", type=int, default=d.n, help="samples per conversation")
-    group.add_argument("--temperature", type=float, default=d.temperature, help="sampling temperature (0: greedy)")
-    group.add_argument("--top-p", type=float, default=d.top_p, help="nucleus sampling mass")
-    group.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens, help="new tokens per sample at most")
+    from cobalt.cli_support import THINKING_CHOICES, add_alias, fraction, non_negative_float, positive_int
+
+    group.add_argument("--n", type=positive_int, default=d.n, help="samples per conversation")
+    group.add_argument("--temperature", type=non_negative_float, default=d.temperature,
+                       help="sampling temperature (0: greedy)")
+    group.add_argument("--top-p", type=fraction, default=d.top_p, help="nucleus sampling mass, in (0, 1]")
+    group.add_argument("--max-new-tokens", type=positive_int, default=d.max_new_tokens,
+                       help="new tokens per sample at most")
+    add_alias(group, "--max-tokens", dest="max_new_tokens", type=positive_int)
     group.add_argument("--seed", type=int, default=d.seed, help="base seed (conversation i gets seed + i)")
-    group.add_argument("--thinking", choices=["on", "off", "default"], default="default",
-                       help="Qwen3 enable_thinking in the chat template; 'default' leaves the template's choice")
+    group.add_argument("--thinking", type=_thinking_choice, choices=THINKING_CHOICES, default="auto",
+                       help="Qwen3 enable_thinking in the chat template; 'auto' leaves the template's choice")
+
+
+def _thinking_choice(text: str) -> str:
+    """``default``, the old spelling, is ``auto``."""
+    return "auto" if text == "default" else text
 
 
 def sampling_from_args(args: argparse.Namespace) -> SamplingParams:
     """The :class:`SamplingParams` of the parsed sampling flags."""
-    thinking = {"on": True, "off": False}.get(getattr(args, "thinking", "default"))
+    thinking = {"on": True, "off": False}.get(getattr(args, "thinking", "auto"))
     return SamplingParams(n=args.n, temperature=args.temperature, top_p=args.top_p,
                           max_new_tokens=args.max_new_tokens, seed=args.seed, enable_thinking=thinking)

@@ -43,8 +43,7 @@ def _read(path: str) -> list[dict]:
 
 
 async def _generate(args: argparse.Namespace, engine, records: list[dict], settings: dict) -> int:
-    from tqdm import tqdm
-
+    from cobalt.cli_support import progress, resumed_line
     from cobalt.io import JsonlAppender, save_settings
 
     params = sampling_from_args(args)
@@ -53,7 +52,11 @@ async def _generate(args: argparse.Namespace, engine, records: list[dict], setti
     save_settings(args.output, "cobalt generate", settings)
     with JsonlAppender(args.output) as out:
         todo = [r for r in records if r["id"] not in out.done]
-        with tqdm(total=len(todo), desc="generate", unit="conv", file=sys.stderr) as bar:
+        if out.done:
+            print(f"generate: {resumed_line(len(records) - len(todo), len(records), 'conversations')}",
+                  file=sys.stderr)
+        bar = progress(len(todo), "generate", "conversations")
+        try:
             for start in range(0, len(todo), args.batch_size):
                 chunk = todo[start:start + args.batch_size]
                 results = await engine.generate([r["messages"] for r in chunk], params)
@@ -63,6 +66,8 @@ async def _generate(args: argparse.Namespace, engine, records: list[dict], setti
                          "finish_reason": c.finish_reason} for c in samples],
                         "engine": engine.describe(), "sampling": asdict(params), "profile": profile})
                     bar.update(1)
+        finally:
+            bar.close()
     return 0
 
 

@@ -139,6 +139,8 @@ class OpenAIEngine(Engine):
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc
             return f"cannot reach the endpoint ({first_line(str(cause)) or type(cause).__name__})"
+        if not_json(exc):
+            return f"the server did not answer JSON ({public_url(self.base_url) or 'api.openai.com'})"
         return first_line(f"{type(exc).__name__}: {exc}")
 
     @staticmethod
@@ -217,6 +219,19 @@ class OpenAIEngine(Engine):
                 await self._client.close()
             finally:
                 self._client = None
+
+
+def not_json(exc: BaseException) -> bool:
+    """Whether ``exc`` is the openai client failing on a reply body that is not JSON.
+
+    With a JSON content type it fails to decode; with another (an HTML error
+    page of a proxy) it hands the text on and fails to set attributes on a str.
+    """
+    import json
+
+    if isinstance(exc, json.JSONDecodeError):
+        return True
+    return isinstance(exc, AttributeError) and str(exc).startswith("'str' object has no attribute")
 
 
 def _server_message(exc: Any) -> str:

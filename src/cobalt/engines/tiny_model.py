@@ -83,11 +83,14 @@ def build_tiny_qwen3(
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of ``cobalt tiny-model``."""
-    parser.add_argument("--out", required=True, help="folder to write the model and tokenizer to")
+    from cobalt.cli_support import add_alias, positive_int
+
+    parser.add_argument("--output-dir", dest="out", required=True, help="folder to write the model and tokenizer to")
+    add_alias(parser, "--out", dest="out")
     parser.add_argument("--tokenizer", default=None,
                         help=f"Qwen3 tokenizer folder (default: ${ENV_TOKENIZER}, else ../shared/data/qwen3_tokenizer)")
-    parser.add_argument("--hidden-size", type=int, default=64, help="hidden size of the network")
-    parser.add_argument("--layers", type=int, default=2, help="number of decoder layers")
+    parser.add_argument("--hidden-size", type=positive_int, default=64, help="hidden size of the network")
+    parser.add_argument("--layers", type=positive_int, default=2, help="number of decoder layers")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random weights")
 
 

@@ -24,6 +24,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from cobalt.cli_support import THINKING_CHOICES, add_alias, positive_float, positive_int
 from cobalt.profile import add_profile_argument
 
 SUMMARY_SUFFIX = ".summary.json"
@@ -34,16 +35,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", required=True, help="inference records of a rollout (JSONL)")
     parser.add_argument("--output", required=True,
                         help="evaluated records (JSONL, hidden_pass_rate on every turn), appended; a rerun resumes")
-    parser.add_argument("--enable-thinking", choices=("auto", "on", "off"), default="auto",
+    parser.add_argument("--thinking", dest="enable_thinking", choices=THINKING_CHOICES, default="auto",
                         help="history cut for the 'paper' program choice: auto takes the record's enable_thinking "
-                        "(what the rollout used)")
-    parser.add_argument("--history-max-chars", type=int, default=6000, help="history cut of an assistant turn")
-    parser.add_argument("--max-problems", type=int, default=8, help="problems evaluated at once")
+                        "(what the rollout used) (default: auto)")
+    add_alias(parser, "--enable-thinking", dest="enable_thinking", choices=THINKING_CHOICES)
+    parser.add_argument("--history-max-chars", type=positive_int, default=6000,
+                        help="history cut of an assistant turn")
+    parser.add_argument("--max-problems", type=positive_int, default=8, help="problems evaluated at once")
     parser.add_argument("--evaluator", choices=("embedded", "ray"), default="embedded",
                         help="embedded sandbox in this process, or the Ray Serve 'evaluator' app")
     parser.add_argument("--ray-address", default=None, help="Ray cluster address for --evaluator ray")
-    parser.add_argument("--eval-concurrency", type=int, default=None, help="programs in the sandbox at once")
-    parser.add_argument("--eval-timeout", type=float, default=30.0, help="seconds a caller waits for one program")
+    parser.add_argument("--max-programs", dest="eval_concurrency", type=positive_int, default=None,
+                        help="programs in the sandbox at once (default: CPUs embedded, 256 with Ray)")
+    add_alias(parser, "--eval-concurrency", dest="eval_concurrency", type=positive_int)
+    parser.add_argument("--eval-timeout", type=positive_float, default=30.0,
+                        help="seconds a caller waits for one program")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_profile_argument(parser)
 
@@ -168,11 +174,11 @@ def run(args: argparse.Namespace) -> int:
     output = Path(args.output)
     save_settings(output, "cobalt eval", settings)
     with JsonlAppender(output) as out:
-        bar = None
-        if not args.no_progress:
-            from tqdm import tqdm
+        from cobalt.cli_support import progress, resumed_line
 
-            bar = tqdm(total=total, unit="problem", desc="eval", file=sys.stderr, dynamic_ncols=True)
+        if out.done:
+            print(f"eval: {resumed_line(len(out.done), total, 'problems')}", file=sys.stderr)
+        bar = progress(total, "eval", "problems", enabled=not args.no_progress)
         try:
             errors = asyncio.run(evaluate_file(args.input, out.write, client, profile=profile,
                                                enable_thinking=thinking, history_max_chars=args.history_max_chars,
@@ -185,8 +191,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"cobalt eval: {exc}", file=sys.stderr)
             return 1
         finally:
-            if bar is not None:
-                bar.close()
+            bar.close()
     try:
         table = load_pass_table(output, rollout=args.input)
     except RecordError as exc:
@@ -201,6 +206,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"cobalt eval: note: {note}", file=sys.stderr)
     print(format_table([(output.stem, table)]))
     print(f"{stats.distinct_programs} distinct programs, {stats.no_code} turns without a program", file=sys.stderr)
-    for err in errors[:10]:
+    from cobalt.cli_support import capped
+
+    for err in capped(errors):
         print(f"cobalt eval: skipped: {err}", file=sys.stderr)
     return 1 if errors else 0

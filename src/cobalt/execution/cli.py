@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cobalt.cli_support import add_alias, positive_float, positive_int
 from cobalt.execution.base import CALLER_TIMEOUT_S, ExecOptions, Limits
 from cobalt.profile import profile_from_args
 
@@ -33,11 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--code", type=Path, help="one program file (with --tests)")
     src.add_argument("--tests", type=Path, help="JSON test-case file {inputs, outputs, fn_name?} (with --code)")
     run = parser.add_argument_group("how to run")
-    run.add_argument("--workers", type=int, default=None, help="programs judged at once (default: number of CPUs)")
+    run.add_argument("--max-programs", dest="workers", type=positive_int, default=None,
+                     help="programs judged at once (default: number of CPUs)")
+    add_alias(run, "--workers", dest="workers", type=positive_int)
     run.add_argument("--evaluator", choices=("embedded", "ray"), default="embedded",
                      help="run sandboxes in this process, or call the Ray Serve evaluator app")
     run.add_argument("--ray-address", default=None, help="Ray cluster address for --evaluator ray")
-    run.add_argument("--timeout", type=float, default=CALLER_TIMEOUT_S,
+    run.add_argument("--timeout", type=positive_float, default=CALLER_TIMEOUT_S,
                      help="seconds a client waits per program before failing it; must exceed --program-timeout "
                      "plus 2 s, so that the program cap decides (default: %(default)s, the paper's reward wait)")
     run.add_argument("--no-sandbox", action="store_true",
@@ -55,20 +58,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="make installed packages (numpy, sortedcontainers, ...) importable, read-only")
     lim = parser.add_argument_group("limits")
     d = Limits()
-    lim.add_argument("--test-timeout", type=float, default=d.test_wall_s, help="wall seconds per test")
-    lim.add_argument("--test-cpu", type=float, default=d.test_cpu_s, help="CPU seconds per test")
-    lim.add_argument("--memory-mb", type=int, default=d.memory_bytes >> 20, help="memory limit per test, MiB: RLIMIT_AS of each process and, where a cgroup is usable as root, "
-                     "all processes of the test together")
-    lim.add_argument("--program-timeout", type=float, default=d.program_wall_s,
+    lim.add_argument("--test-timeout", type=positive_float, default=d.test_wall_s, help="wall seconds per test")
+    lim.add_argument("--test-cpu", type=positive_float, default=d.test_cpu_s, help="CPU seconds per test")
+    lim.add_argument("--memory-mb", type=positive_int, default=d.memory_bytes >> 20,
+                     help="memory limit per test, MiB: RLIMIT_AS of each process and, where a cgroup is usable as "
+                     "root, all processes of the test together")
+    lim.add_argument("--program-timeout", type=positive_float, default=d.program_wall_s,
                      help="wall seconds for all tests of a program (the paper's cap: 27)")
-    lim.add_argument("--parallel-tests", type=int, default=d.test_parallelism,
+    lim.add_argument("--parallel-tests", type=positive_int, default=d.test_parallelism,
                      help="tests of one program run at once (paper: always this many; cobalt: up to this many "
                      "when cores are free)")
-    lim.add_argument("--open-files", type=int, default=d.open_files, help="open descriptors per process (RLIMIT_NOFILE)")
-    lim.add_argument("--output-mb", type=float, default=d.output_bytes / (1 << 20), help="stdout cap per test, MiB")
-    lim.add_argument("--max-processes", type=int, default=d.max_processes, help="process/thread limit in the sandbox")
-    lim.add_argument("--file-size-mb", type=float, default=d.file_size_bytes / (1 << 20), help="largest file a test may write, MiB")
-    lim.add_argument("--tmpfs-mb", type=float, default=d.tmpfs_bytes / (1 << 20), help="size of the sandbox's private /tmp, MiB")
+    lim.add_argument("--open-files", type=positive_int, default=d.open_files, help="open descriptors per process (RLIMIT_NOFILE)")
+    lim.add_argument("--output-mb", type=positive_float, default=d.output_bytes / (1 << 20), help="stdout cap per test, MiB")
+    lim.add_argument("--max-processes", type=positive_int, default=d.max_processes, help="process/thread limit in the sandbox")
+    lim.add_argument("--file-size-mb", type=positive_float, default=d.file_size_bytes / (1 << 20), help="largest file a test may write, MiB")
+    lim.add_argument("--tmpfs-mb", type=positive_float, default=d.tmpfs_bytes / (1 << 20), help="size of the sandbox's private /tmp, MiB")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--check", action="store_true",
                         help="print which isolation layers are active on this machine (sandbox, seccomp, "
@@ -250,8 +254,8 @@ async def run_jobs(input_path: Path, output_path: Path, client, *, progress: boo
     Returns 0, or 1 when some jobs were bad (they still get an error line) or could not be
     judged because the evaluator failed (an infrastructure error: no line, redone on the
     next run). Raises :class:`cobalt.health.BreakerOpen` when the evaluator keeps failing."""
-    from tqdm import tqdm
-
+    from cobalt.cli_support import progress as progress_counter
+    from cobalt.cli_support import resumed_line
     from cobalt.health import FailureBreaker
     from cobalt.io import JsonlAppender, RecordError, iter_jsonl
 
@@ -282,7 +286,9 @@ async def run_jobs(input_path: Path, output_path: Path, client, *, progress: boo
             job_id = f"line:{exc.line}"
             if job_id not in out.done:
                 out.write({"id": job_id, "line": exc.line, "error": str(exc), "passing": [], "feedback": [], "status": []})
-        bar = tqdm(total=len(pending), desc="exec", unit="prog", disable=not progress, file=sys.stderr)
+        if out.done:
+            print(f"exec: {resumed_line(len(out.done), len(out.done) + len(pending), 'jobs')}", file=sys.stderr)
+        bar = progress_counter(len(pending), "exec", "programs", enabled=progress)
 
         async def one(job_id: Any, code: str, tests: Any) -> None:
             breaker.check()

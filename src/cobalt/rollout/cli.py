@@ -30,16 +30,22 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
+from cobalt.cli_support import (THINKING_CHOICES, UsageError, add_alias, fraction, non_negative_float,
+                                non_negative_int, positive_float, positive_int)
 from cobalt.io import CONFIG_SUFFIX, RecordError
 from cobalt.profile import add_profile_argument
 
+SUMMARY_SUFFIX = ".summary.json"
 # Fields that must agree between a run and the run it resumes.
-RESUME_KEYS = ("engine", "model", "samples", "repair_turns", "enable_thinking", "max_new_tokens",
+RESUME_KEYS = ("engine", "model", "samples", "repair_turns", "enable_thinking", "thinking", "max_new_tokens",
                "temperature", "top_p", "profile", "first_turn_from", "public_tests")
 
 
-def add_engine_flags(parser: argparse.ArgumentParser, *, default_engine: str = "vllm") -> None:
-    """Engine flags (the shared set of :func:`cobalt.engines.cli.add_engine_arguments`)."""
+def add_engine_flags(parser: argparse.ArgumentParser, *, default_engine: str | None = None) -> None:
+    """Engine flags (the shared set of :func:`cobalt.engines.cli.add_engine_arguments`).
+
+    ``default_engine`` None: ``$COBALT_ENGINE``, else openai, as the help says.
+    """
     from cobalt.engines.cli import add_engine_arguments
 
     add_engine_arguments(parser, default_engine=default_engine)
@@ -58,8 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", required=True, help="inference records JSONL, appended; a rerun resumes")
     add_engine_flags(parser)
     group = parser.add_argument_group("rollout")
-    group.add_argument("--samples", type=int, default=16, help="trajectories (first-turn samples) per problem")
-    group.add_argument("--turns", type=int, default=8,
+    group.add_argument("--samples", type=positive_int, default=16, help="trajectories (first-turn samples) per problem")
+    group.add_argument("--turns", type=non_negative_int, default=8,
                        help="repair turns after the first (8: evaluation, 2: training data, 0: single-turn)")
     group.add_argument("--first-turn-from", default=None,
                        help="inference records of an earlier run whose first turns (turn 0) are reused instead of "
@@ -68,27 +74,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="public tests run and shown in feedback: 'perturbed' (the perturbed_public_test_cases "
                        "of `cobalt perturb`, for the reward-hacking study), 'public' (the data set's own), or "
                        "'auto': perturbed for records that carry them, else their own (default)")
-    group.add_argument("--enable-thinking", action="store_true",
-                       help="thinking model: the history keeps the text after the last </think>, cut to "
-                       "--history-max-chars; also passed to the chat template")
-    group.add_argument("--history-max-chars", type=int, default=6000, help="cut of an assistant turn in the history")
-    group.add_argument("--limit", type=int, default=None, help="only the first N problems of --input")
+    group.add_argument("--thinking", choices=THINKING_CHOICES, default="auto",
+                       help="on: thinking model, the history keeps the text after the last </think>, cut to "
+                       "--history-max-chars, and the chat template gets enable_thinking; off: the template gets "
+                       "enable_thinking=false; auto: the template's own choice, history as without thinking "
+                       "(default: auto)")
+    add_alias(group, "--enable-thinking", dest="thinking", action="store_const", const="on")
+    group.add_argument("--history-max-chars", type=positive_int, default=6000,
+                       help="cut of an assistant turn in the history")
+    group.add_argument("--limit", type=non_negative_int, default=None,
+                       help="only the first N problems of --input (0: none)")
     group.add_argument("--template-dir", default=None, help="folder with prompt template overrides")
     group.add_argument("--no-progress", action="store_true", help="no progress bar")
     sampling = parser.add_argument_group("sampling")
-    sampling.add_argument("--max-tokens", type=int, default=8192, help="new tokens per response")
-    sampling.add_argument("--temperature", type=float, default=0.6)
-    sampling.add_argument("--top-p", type=float, default=0.95)
+    sampling.add_argument("--max-new-tokens", dest="max_tokens", type=positive_int, default=8192,
+                          help="new tokens per response at most")
+    add_alias(sampling, "--max-tokens", dest="max_tokens", type=positive_int)
+    sampling.add_argument("--temperature", type=non_negative_float, default=0.6,
+                          help="sampling temperature (0: greedy)")
+    sampling.add_argument("--top-p", type=fraction, default=0.95, help="nucleus sampling mass, in (0, 1]")
     sampling.add_argument("--seed", type=int, default=None, help="base seed (one derived per request)")
     bounds = parser.add_argument_group("concurrency")
-    bounds.add_argument("--max-problems", type=int, default=16, help="problems in flight at once")
-    bounds.add_argument("--max-requests", type=int, default=64, help="engine requests in flight at once")
-    bounds.add_argument("--eval-concurrency", type=int, default=None,
+    bounds.add_argument("--max-problems", type=positive_int, default=16, help="problems in flight at once")
+    bounds.add_argument("--max-requests", type=positive_int, default=64, help="engine requests in flight at once")
+    bounds.add_argument("--max-programs", dest="eval_concurrency", type=positive_int, default=None,
                         help="programs in the sandbox at once (default: CPUs embedded, 256 with Ray)")
+    add_alias(bounds, "--eval-concurrency", dest="eval_concurrency", type=positive_int)
     bounds.add_argument("--evaluator", choices=("embedded", "ray"), default="embedded",
                         help="embedded sandbox in this process, or the Ray Serve 'evaluator' app")
     bounds.add_argument("--ray-address", default=None, help="Ray cluster address for --evaluator ray")
-    bounds.add_argument("--eval-timeout", type=float, default=30.0,
+    bounds.add_argument("--eval-timeout", type=positive_float, default=30.0,
                         help="seconds a caller waits for one program's public tests")
     add_profile_argument(parser)
 
@@ -186,6 +201,7 @@ def resolved_config(args: argparse.Namespace, engine: Any, params: Any, config: 
         "samples": config.samples,
         "repair_turns": config.repair_turns,
         "enable_thinking": config.enable_thinking,
+        "thinking": args.thinking,
         "max_new_tokens": params.max_new_tokens,
         "temperature": params.temperature,
         "top_p": params.top_p,
@@ -210,6 +226,27 @@ def check_resume(path: Path, new: Mapping[str, Any]) -> str | None:
     return None
 
 
+def check_first_turn_samples(first_turns: Mapping[str, list], problems: list, samples: int, path: str) -> None:
+    """Refuse (before the run) cached first turns with fewer samples than ``--samples`` for a problem."""
+    short = [(p.id, len(first_turns[p.id])) for p in problems if p.id in first_turns
+             and len(first_turns[p.id]) < samples]
+    if short:
+        pid, have = short[0]
+        raise UsageError(f"--first-turn-from {path}: problem {pid!r} has {have} first-turn samples but --samples "
+                         f"is {samples} ({len(short)} problem(s) short); lower --samples or use a run with more")
+
+
+def summary_table(stats: Mapping[str, Any]) -> str:
+    """The run's counters as a two-column table (the JSON goes to the summary file)."""
+    rows = [(k.replace("_", " "), v) for k, v in stats.items() if k != "errors"]
+    width = max((len(k) for k, _ in rows), default=0)
+    lines = []
+    for key, value in rows:
+        shown = f"{value:.1f}" if isinstance(value, float) else str(value)
+        lines.append(f"  {key:<{width}}  {shown:>12}")
+    return "rollout summary:\n" + "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``cobalt rollout``."""
     import asyncio
@@ -221,6 +258,7 @@ def run(args: argparse.Namespace) -> int:
     from cobalt.health import BreakerOpen, FailureBreaker, PreflightError, preflight
     from cobalt.io import JsonlAppender, check_unique_id, empty_input_warning, resume_guard, write_json_atomic
     from cobalt.profile import profile_from_args
+    from cobalt.cli_support import capped, on_interrupt, progress, resumed_line, thinking_value
     from cobalt.rollout.loop import RolloutConfig, RolloutStats, run_rollout
 
     profile = profile_from_args(args)
@@ -248,6 +286,7 @@ def run(args: argparse.Namespace) -> int:
             problems.append(problem)
             if args.limit is not None and len(problems) >= args.limit:
                 break
+            problems.append(problem)
         first_public: dict = {}
         first_turns = load_first_turns(args.first_turn_from, first_public) if args.first_turn_from else None
     except (RecordError, FileNotFoundError) as exc:
@@ -256,9 +295,11 @@ def run(args: argparse.Namespace) -> int:
     if not problems:
         print(empty_input_warning("cobalt rollout", args.input), file=sys.stderr)
         return 1
+    if first_turns is not None:
+        check_first_turn_samples(first_turns, problems, args.samples, args.first_turn_from)
     params = SamplingParams(n=1, temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_tokens,
-                            seed=args.seed, enable_thinking=True if args.enable_thinking else None)
-    config = RolloutConfig(samples=args.samples, repair_turns=args.turns, enable_thinking=args.enable_thinking,
+                            seed=args.seed, enable_thinking=thinking_value(args.thinking))
+    config = RolloutConfig(samples=args.samples, repair_turns=args.turns, enable_thinking=args.thinking == "on",
                            history_max_chars=args.history_max_chars, max_problems=args.max_problems,
                            max_requests=args.max_requests, profile=str(profile), template_dir=args.template_dir,
                            seed=args.seed)
@@ -289,16 +330,13 @@ def run(args: argparse.Namespace) -> int:
     with JsonlAppender(output) as out:
         todo = sum(1 for p in problems if p.id not in out.done)
         n_perturbed = sum(p.perturbed for p in problems)
-        print(f"rollout: {len(problems)} problems ({len(problems) - todo} already in {output}; "
-              f"{n_perturbed} on perturbed public tests), "
+        on_interrupt(lambda: f"{sum(1 for p in problems if p.id in out.done)} of {len(problems)} problems")
+        print(f"rollout: {len(problems)} problems ({resumed_line(len(problems) - todo, len(problems), 'problems')} "
+              f"in {output}; {n_perturbed} on perturbed public tests), "
               f"{config.samples} samples, {config.repair_turns} repair turns, engine {resolved['engine']} "
               f"model {resolved['model']}, profile {profile}", file=sys.stderr)
-        bar = None
-        if not args.no_progress:
-            from tqdm import tqdm
-
-            bar = tqdm(total=len(problems) * config.samples * (config.repair_turns + 1), unit="turn",
-                       desc="rollout", file=sys.stderr, dynamic_ncols=True)
+        bar = progress(len(problems) * config.samples * (config.repair_turns + 1), "rollout", "turns",
+                       enabled=not args.no_progress)
 
         async def main() -> None:
             try:
@@ -313,13 +351,13 @@ def run(args: argparse.Namespace) -> int:
         except BreakerOpen as exc:
             stopped = str(exc)
         finally:
-            if bar is not None:
-                bar.close()
+            bar.close()
     resolved["stats"] = stats.to_dict()
     resolved["stats"]["calls"] = breaker.to_dict()
     write_json_atomic(config_path, resolved)
-    print(json.dumps({k: v for k, v in stats.to_dict().items() if k != "errors"}), file=sys.stderr)
-    for err in stats.errors[:10]:
+    write_json_atomic(output.with_name(output.name + SUMMARY_SUFFIX), resolved["stats"])
+    print(summary_table(resolved["stats"]), file=sys.stderr)
+    for err in capped(stats.errors):
         print(f"cobalt rollout: failed: {err}", file=sys.stderr)
     if stopped is not None:
         print(f"cobalt rollout: {stopped}", file=sys.stderr)

@@ -13,36 +13,16 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from cobalt.data.leetcode import LeetCodeProblem
-from cobalt.data.problems import tests_json
+from cobalt.data.leetcode_cli import N_PUBLIC, public_count, split_record  # noqa: F401  (public names)
 
-N_PUBLIC = 4
 SAMPLE_FILE = Path(__file__).resolve().parents[1] / "fixtures" / "leetcode_sample.jsonl.gz"
 """The 24 LeetCode problems shipped in the package."""
 
 
-def public_count(n_tests: int, n_public: int = N_PUBLIC) -> int:
-    """Public tests of a problem with ``n_tests`` tests: ``n_public``, at most half, at least 1.
-
-    >>> public_count(40), public_count(3), public_count(2), public_count(1)
-    (4, 1, 1, 1)
-    """
-    return max(1, min(n_public, n_tests // 2))
-
-
 def problem_record(problem: LeetCodeProblem, n_public: int = N_PUBLIC) -> dict:
     """A problems-file record (``cobalt.data.problems``) for ``problem``, call-based tests."""
-    tests = problem.call_tests()
-    k = public_count(len(tests), n_public)
-    public, hidden = tests.subset(range(k)), tests.subset(range(k, len(tests)))
-    return {
-        "id": problem.task_id,
-        "question": problem.question,
-        "difficulty": problem.difficulty or None,
-        "source": "leetcode",
-        "public_test_cases": tests_json(public),
-        "hidden_test_cases": tests_json(hidden),
-        "test_cases": tests_json(tests),
-    }
+    return split_record(problem.task_id, problem.question, problem.call_tests(), n_public=n_public,
+                        source="leetcode", difficulty=problem.difficulty)
 
 
 def fenced_answer(problem: LeetCodeProblem) -> str:

@@ -39,6 +39,7 @@ from cobalt.engines.base import Completion, Engine, SamplingParams
 from cobalt.execution.base import ExecutionResult, TestCases
 from cobalt.health import BreakerOpen, FailureBreaker, InfrastructureError
 from cobalt.io import counts_dict
+from cobalt.rollout.bounds import bound_completion
 from cobalt.rollout.turns import NO_CODE_FEEDBACK, failing_public_result, next_user_message
 from cobalt.text import HISTORY_MAX_CHARS, extract_code, history_text
 
@@ -99,6 +100,8 @@ class RolloutStats:
     """Evaluator calls that could not judge a program (infrastructure errors; never fed to the model)."""
     engine_errors: int = 0
     completion_tokens: int = 0
+    responses_cut: int = 0
+    """Responses beyond max_new_tokens or 1 MiB, cut before storing (cobalt.rollout.bounds)."""
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
 
@@ -157,7 +160,8 @@ async def _generate(engine: Engine, messages: Sequence[Mapping[str, str]], param
             raise
         if breaker is not None:
             breaker.success()
-    completions = list(out[0])
+    completions = [bound_completion(c, params.max_new_tokens) for c in out[0]]
+    stats.responses_cut += sum("cut" in c.extra for c in completions)
     if len(completions) != params.n:
         raise RuntimeError(f"engine returned {len(completions)} completions, expected {params.n}")
     stats.responses += len(completions)
@@ -216,6 +220,8 @@ def _turn_record(response: str, completion: Completion | None, program: str | No
     if completion is not None:
         turn["finish_reason"] = completion.finish_reason
         turn["completion_tokens"] = completion.completion_tokens
+        if "cut" in completion.extra:
+            turn["cut"] = completion.extra["cut"]
     return turn
 
 

@@ -280,11 +280,11 @@ def test_progress_bar_by_default_and_hidden_on_request(tmp_path, capsys):
     write_jsonl(src, [{"id": "a", "question": "q", "public_test_cases": cases_json(["1", "2"])}])
     perturb_file(src, tmp_path / "a.jsonl")
     bar = capsys.readouterr().err
-    assert "perturb: 1problem" in bar                                 # names the step, counts problems
+    assert "perturb: 1/1 problems (100%)" in bar                      # names the step, counts problems of the total
     perturb_file(src, tmp_path / "b.jsonl", progress=False)
     assert capsys.readouterr().err == ""
     assert cli_main(["perturb", "--input", str(src), "--output", str(tmp_path / "c.jsonl")]) == 0
-    assert "perturb: 1problem" in capsys.readouterr().err
+    assert "perturb: 1/1 problems (100%)" in capsys.readouterr().err
     assert cli_main(["perturb", "--input", str(src), "--output", str(tmp_path / "d.jsonl"), "--no-progress"]) == 0
     assert capsys.readouterr().err == ""
 
@@ -306,7 +306,8 @@ def test_command_passes_seed_and_field_and_reports(tmp_path, capsys):
         printed = capsys.readouterr().out.splitlines()
         assert printed[0] == f"perturbed -> {out}: 3 kept of 25"
         shown = [ln for ln in printed if ln.startswith(f"  {src}:")]
-        assert len(shown) == 20                                           # the first 20 errors, not more
+        assert len(shown) == 10                                           # the first 10 errors, not more,
+        assert "  ... and 12 more" in printed                             # then a count of the rest
         assert shown[0] == f"  {src}:4: field 'tests': missing"
     # the command's default seed is 42; --seed reaches the shuffle
     in_process = tmp_path / "direct-42.jsonl"

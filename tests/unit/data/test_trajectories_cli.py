@@ -159,7 +159,7 @@ def test_help_explains_every_flag(capsys):
     for flag in ("--input", "--input_file", "--output_file", "--model_name", "--is_test", "--history-turns",
                  "--max-trajectories", "--variance-pool", "--max-prompt-tokens", "--history-max-chars",
                  "--too-easy-by", "--stop-when", "--seed", "--template-dir", "--chat-template-kwargs", "--no-progress",
-                 "--enable-thinking", "--profile"):
+                 "--thinking {on,off}", "--profile"):
         assert flag in text
     assert "(default: 10000)" in text and "(default: 6000)" in text and "(default: 16)" in text
 
@@ -208,6 +208,8 @@ def test_flag_defaults_are_the_papers():
     (["--seed"], "seed", "7", 7),
     (["--template-dir"], "template_dir", "my/templates", "my/templates"),
     (["--profile"], "profile", "cobalt", "cobalt"),
+    (["--thinking"], "enable_thinking", "on", True),
+    (["--thinking"], "enable_thinking", "off", False),
 ])
 def test_every_spelling_of_a_valued_flag(spellings, dest, value, expected):
     for spelling in spellings:
@@ -217,7 +219,7 @@ def test_every_spelling_of_a_valued_flag(spellings, dest, value, expected):
 
 @pytest.mark.parametrize("spellings, dest", [
     (["--is-test", "--is_test"], "is_test"),
-    (["--enable-thinking", "--enable_thinking"], "enable_thinking"),
+    (["--enable-thinking", "--enable_thinking"], "enable_thinking"),  # the original's spelling, hidden
     (["--no-progress"], "no_progress"),
 ])
 def test_every_spelling_of_a_switch(spellings, dest):
@@ -299,7 +301,7 @@ def test_run_prints_the_summary_and_records_its_inputs(tmp_path, capsys):
 def test_run_shows_progress_and_records_empty_template_arguments(tmp_path, capsys):
     out = tmp_path / "train.jsonl"
     assert main(["build-prompts", "-i", str(FIXTURE), "-o", str(out), "--max-prompt-tokens", "0"]) == 0
-    assert "\rproblems: 7problem [" in capsys.readouterr().err
+    assert "build-prompts: 7/7 problems (100%)" in capsys.readouterr().err  # plain lines with the total in a log
     report = json.loads((tmp_path / "train.jsonl.summary.json").read_text())
     assert report["chat_template_kwargs"] == {} and report["model_name"] == "Qwen/Qwen3-8B"
 

@@ -23,7 +23,7 @@ def test_single_turn_vllm_readme_command():
                                                    "--max_tokens", "6144", "--model_name", "Qwen/Qwen3-8B"])
     args = _parsed(argv)
     assert (args.engine, args.turns, args.max_tokens, args.first_turn_from) == ("vllm", 0, 6144, None)
-    assert (args.input, args.output, args.model, args.enable_thinking) == ("in.jsonl", "out.jsonl", "Qwen/Qwen3-8B", False)
+    assert (args.input, args.output, args.model, args.thinking) == ("in.jsonl", "out.jsonl", "Qwen/Qwen3-8B", "auto")
     assert (args.temperature, args.top_p, args.samples) == (0.6, 0.95, 16) and env == {}
 
 
@@ -31,7 +31,7 @@ def test_multi_turn_vllm_reads_its_first_turns_from_the_input():
     argv, _ = translate("run_multi_turn_vllm", ["--input_file", "single.jsonl", "--output_file", "multi.jsonl",
                                                 "--max_tokens", "6144", "--enable_thinking", "--model_name", "m"])
     args = _parsed(argv)
-    assert args.turns == 8 and args.first_turn_from == "single.jsonl" == args.input and args.enable_thinking
+    assert args.turns == 8 and args.first_turn_from == "single.jsonl" == args.input and args.thinking == "on"
     assert args.max_tokens == 6144
 
 
