@@ -57,7 +57,7 @@ mkdir -p "$L/logs" "$L/eval" "$OUT"
 SEED_GEN=20261125 SEED_WARM=0 SEED_PROMPTS=0 SEED_A=1 SEED_B=2
 if [[ "$DRY" == 1 ]]; then
     ROLLOUT_ENGINE="${ROLLOUT_ENGINE:-transformers}"
-    TRAIN_LIMIT=4 HELD_LIMIT=2 TRAIN_SAMPLES=2 EVAL_SAMPLES=2 TURNS=1 MAX_TOKENS=16
+    TRAIN_LIMIT=4 HELD_LIMIT=2 TRAIN_SAMPLES=2 EVAL_SAMPLES=2 TURNS=1 MAX_TOKENS=8
     WARM_ARGS=(--hidden-size 32 --layers 1 --steps 2 --batch-size 2 --probe 2 --sample 0 --device cpu)
     GATE_LOW="${LEARN_GATE_LOW:-0}" GATE_HIGH="${LEARN_GATE_HIGH:-1}"
 else
@@ -84,7 +84,6 @@ LEARN_OVERRIDES=(
     actor_rollout_ref.rollout.val_kwargs.n=1
     data.seed=0
     data.dataloader_num_workers=0
-    data.val_batch_size=256
     trainer.total_training_steps="$TOTAL_STEPS"
     trainer.test_freq=5
     trainer.save_freq=5
