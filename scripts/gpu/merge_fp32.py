@@ -52,8 +52,11 @@ def merged_state_dict(files: list[Path]) -> dict:
             placement = parts[0].placements[-1]
             local = [p._local_tensor for p in parts]
             tensor = torch.cat(local, dim=placement.dim) if placement.is_shard() else local[0]
+        elif len(parts) == 1:
+            tensor = parts[0]
         else:
-            tensor = parts[0] if len(parts) == 1 else torch.cat(parts, dim=0)
+            raise SystemExit(f"merge_fp32: {key}: a plain tensor in a checkpoint of {len(parts)} ranks "
+                             "(only DTensor shards say how to join them)")
         out[key] = tensor.detach().to(torch.float32).contiguous()
     return out
 
