@@ -17,17 +17,20 @@
 #                 the 200 held-out prompts every 5 steps; resumes from its last checkpoint (every
 #                 5 steps), so a call cut by its time limit is finished by the next
 #     merge       scripts/gpu/merge_fp32.py: the last checkpoint -> $WORK/learn/trained-<run> (fp32)
-#     eval        held-out rollouts, 8 samples x 2 repair turns: base with seed sets 1 and 2, the
-#                 trained model with seed set 1; cobalt eval on each
-#     report      cobalt report, compare-runs (bootstrap; base vs base as the noise floor; Cobalt
+#     eval-base   held-out rollouts, 8 samples x 2 repair turns, of the base with seed sets 1 and 2;
+#                 cobalt eval on each (a rerun resumes)
+#     eval-trained  the same for the trained model with seed set 1
+#     report      into $WORK/learn/report, packed as $OUT/learn_report.tar.gz: cobalt report, compare-runs (bootstrap; base vs base as the noise floor; Cobalt
 #                 vs single-turn when both ran), train-report of the training logs
 #
 # Variables: those of scripts/gpu/_gpu_common.sh (WORK, ENV_FILE, PYTHON, STEP_TIMEOUT, ...) and
 #   ROLLOUT_ENGINE [vllm; transformers with --dry-run], LEARN_TRAIN_TIMEOUT [540] seconds for one
-#   training call, EXTRA_OVERRIDES (Hydra overrides after the experiment's own).
+#   training call, LEARN_EVALUATOR [ray; embedded: the reward workers run the sandbox themselves and
+#   no Ray Serve app starts], LEARN_GATE_LOW / LEARN_GATE_HIGH [0.2 / 0.7], LEARN_WARM_STEPS [1500],
+#   EXTRA_OVERRIDES (Hydra overrides after the experiment's own).
 set -eo pipefail
 
-RUN_NAME=cobalt DRY=0 OUT_DIR="" STEPS="problems,warm,base-train,gate,data,train,merge,eval,report"
+RUN_NAME=cobalt DRY=0 OUT_DIR="" STEPS="problems,warm,base-train,gate,data,eval-base,train,merge,eval-trained,report"
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --out) OUT_DIR="$2"; shift 2 ;;
@@ -64,7 +67,7 @@ else
     ROLLOUT_ENGINE="${ROLLOUT_ENGINE:-vllm}"
     TRAIN_LIMIT=0 HELD_LIMIT=0 TRAIN_SAMPLES=4 EVAL_SAMPLES=8 TURNS=2 MAX_TOKENS=512
     WARM_ARGS=(--hidden-size "$TINY_HIDDEN" --layers "$TINY_LAYERS" --steps "${LEARN_WARM_STEPS:-1500}"
-               --batch-size 16 --lr 2e-3 --sample 4 --sample-problems 32 --device cuda)
+               --batch-size 16 --lr 2e-3 --sample 4 --sample-problems 16 --max-new-tokens 200 --device cuda)
     GATE_LOW="${LEARN_GATE_LOW:-0.2}" GATE_HIGH="${LEARN_GATE_HIGH:-0.7}"
 fi
 BASE="$L/base"
@@ -159,6 +162,10 @@ do_train() {
     local extra=(trainer.val_before_train=True)
     [[ "$(last_ckpt)" -ge "$TOTAL_STEPS" ]] && { echo "train: $RUN_NAME has global_step_$TOTAL_STEPS already"; return 0; }
     [[ "$(last_ckpt)" -gt 0 ]] && extra=(trainer.val_before_train=False)   # resumed: step 0 validated before
+    if [[ "${LEARN_EVALUATOR:-ray}" == embedded ]]; then   # start-up measurement: no Ray Serve app
+        export SKIP_EVALUATOR=1
+        extra+=(ray_kwargs.ray_init.runtime_env.env_vars.COBALT_EVALUATOR=embedded)
+    fi
     local args=("${TINY_OVERRIDES[@]}" "${LEARN_OVERRIDES[@]}" "${extra[@]}" "${MORE[@]}")
     [[ "$DRY" == 1 ]] && args=(--dry-run "${args[@]}")
     stop_ray
@@ -183,16 +190,19 @@ do_merge() {
     touch "$TRAINED/.merged_step_$(last_ckpt)"
 }
 
-do_eval() {
+do_eval_base() {
     stop_ray   # in-process vLLM needs the GPU
-    local h="$L/problems/heldout.jsonl"
-    rollout "$BASE" "$h" "$EVAL_SAMPLES" "$SEED_A" "$L/eval/base.s$SEED_A"
-    rollout "$BASE" "$h" "$EVAL_SAMPLES" "$SEED_B" "$L/eval/base.s$SEED_B"
-    rollout "$TRAINED" "$h" "$EVAL_SAMPLES" "$SEED_A" "$L/eval/$RUN_NAME.s$SEED_A"
+    rollout "$BASE" "$L/problems/heldout.jsonl" "$EVAL_SAMPLES" "$SEED_A" "$L/eval/base.s$SEED_A"
+    rollout "$BASE" "$L/problems/heldout.jsonl" "$EVAL_SAMPLES" "$SEED_B" "$L/eval/base.s$SEED_B"
+}
+
+do_eval_trained() {
+    stop_ray
+    rollout "$TRAINED" "$L/problems/heldout.jsonl" "$EVAL_SAMPLES" "$SEED_A" "$L/eval/$RUN_NAME.s$SEED_A"
 }
 
 do_report() {
-    local e="$L/eval" r="$OUT/learn_report"
+    local e="$L/eval" r="$L/report"
     mkdir -p "$r"
     local runs=("$e/base.s$SEED_A.evaluated.jsonl") labels=(base)
     for name in cobalt single; do
@@ -230,6 +240,8 @@ PY
     fi
     cp "$L/gate.json" "$r/" 2>/dev/null || true
     cp "$BASE/warm_start.json" "$r/" 2>/dev/null || true
+    cp "$L"/logs/train_*.log "$r/" 2>/dev/null || true
+    tar -C "$L" -czf "$OUT/learn_report.tar.gz" report   # one file back from the device call
     ls "$r"
 }
 
@@ -237,7 +249,8 @@ IFS=',' read -r -a chosen <<< "$STEPS"
 for s in "${chosen[@]}"; do
     case "$s" in
         problems) fn=do_problems ;; warm) fn=do_warm ;; base-train) fn=do_base_train ;; gate) fn=do_gate ;;
-        data) fn=do_data ;; train) fn=do_train ;; merge) fn=do_merge ;; eval) fn=do_eval ;; report) fn=do_report ;;
+        data) fn=do_data ;; train) fn=do_train ;; merge) fn=do_merge ;; eval-base) fn=do_eval_base ;;
+        eval-trained) fn=do_eval_trained ;; report) fn=do_report ;;
         *) echo "learn.sh: unknown step '$s'" >&2; exit 2 ;;
     esac
     step "learn-$s" "learn_$([[ $s == train ]] && echo "train_$RUN_NAME" || echo "$s").log" "$fn"

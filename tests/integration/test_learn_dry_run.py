@@ -17,7 +17,7 @@ pytest.importorskip("transformers")
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
-STEPS = ("problems", "warm", "base-train", "gate", "data", "train", "merge", "eval", "report")
+STEPS = ("problems", "warm", "base-train", "gate", "data", "eval-base", "train", "merge", "eval-trained", "report")
 
 
 def learn(tmp, *args, **env):
@@ -76,7 +76,8 @@ def test_training_config_carries_the_experiments_settings(dry):
 
 def test_tables_of_the_held_out_comparison(dry):
     tmp, _, _ = dry
-    report = tmp / "out" / "learn_report"
+    report = tmp / "work" / "learn" / "report"
+    assert (tmp / "out" / "learn_report.tar.gz").stat().st_size > 1000
     saved = json.loads((report / "compare_cobalt.json").read_text())
     assert saved["problems"] == 2 and saved["resamples"] == 10_000 and len(saved["rows"]) == 2
     assert len(saved["noise"]) == 2
@@ -97,3 +98,12 @@ def test_bad_flags():
     proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu" / "learn.sh"), "--out", "/tmp/x", "--run", "other"],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "--run must be cobalt or single" in proc.stderr
+
+
+def test_device_run_routes_learning_steps(tmp_path):
+    env_file = tmp_path / "env.sh"
+    env_file.write_text(f"export PYTHON={sys.executable}\n")
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu" / "device_run.sh"), "learn-nonsense"],
+                          env={**os.environ, "ENV_FILE": str(env_file), "OUT": str(tmp_path / "out")},
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "unknown learning step 'learn-nonsense'" in proc.stderr
