@@ -241,7 +241,9 @@ PY
     cp "$L/gate.json" "$r/" 2>/dev/null || true
     cp "$BASE/warm_start.json" "$r/" 2>/dev/null || true
     cp "$L"/logs/train_*.log "$r/" 2>/dev/null || true
-    tar -C "$L" -czf "$OUT/learn_report.tar.gz" report   # one file back from the device call
+    # one file back from the device call; the evaluated held-out records let a later lease (the other
+    # run) compare against these without rolling them out again
+    (cd "$L" && tar -czf "$OUT/learn_report.tar.gz" report eval/*.evaluated.jsonl)
     ls "$r"
 }
 
