@@ -97,7 +97,8 @@ LEARN_OVERRIDES=(
 
 rollout() {  # rollout MODEL PROBLEMS SAMPLES SEED OUT: multi-turn records (a rerun resumes), then cobalt eval
     tcobalt rollout --engine "$ROLLOUT_ENGINE" --model "$1" --input "$2" --samples "$3" --turns "$TURNS" \
-        --max-tokens "$MAX_TOKENS" --temperature 1.0 --seed "$4" --evaluator embedded --output "$5.jsonl" --no-progress
+        --max-tokens "$MAX_TOKENS" --temperature 1.0 --seed "$4" --evaluator embedded --output "$5.jsonl" --no-progress \
+        --enable-thinking   # the history keeps the text after </think>, as the warm start taught it
     tcobalt eval --input "$5.jsonl" --output "$5.evaluated.jsonl" --pass-n "$3" --no-progress
 }
 
@@ -140,7 +141,7 @@ do_data() {
         --out-dir "$d/single_turn" --tokenizer "$BASE" --no-progress
     rm -f "$p/train.jsonl"
     tcobalt build-prompts --input "$L/base_train.evaluated.jsonl" --output "$p/train.jsonl" --model-name "$BASE" \
-        --seed "$SEED_PROMPTS" --no-progress
+        --seed "$SEED_PROMPTS" --enable-thinking --no-progress
     if [[ -s "$p/train.jsonl" ]]; then
         tcobalt make-verl-data --kind cobalt --train "$p/train.jsonl" --out-dir "$d/cobalt" --tokenizer "$BASE" --no-progress
     elif [[ "$DRY" == 1 ]]; then

@@ -60,6 +60,8 @@ def test_problems_warm_start_and_gate(dry):
     assert not {(r["template"], r["k"]) for r in held} & {(r["template"], r["k"]) for r in train}
     config = json.loads((learn_dir / "base" / "config.json").read_text())
     assert config.get("torch_dtype", config.get("dtype")) == "float32"
+    first = json.loads((learn_dir / "base_train.jsonl").open().readline())
+    assert first["enable_thinking"] is True  # histories as the warm start taught them (text after </think>)
     gate = json.loads((learn_dir / "gate.json").read_text())
     assert gate["problems"] == 4 and 0.0 <= gate["turn0_pass_at_1_train"] <= 1.0
 
