@@ -87,6 +87,18 @@ def test_tables_of_the_held_out_comparison(dry):
     assert "noise floor" in (report / "compare_cobalt.md").read_text()
 
 
+def test_single_turn_run_from_the_same_base_and_the_side_by_side_table(dry):
+    tmp, _, _ = dry
+    proc = learn(tmp, "--out", str(tmp / "single-out"), "--dry-run", "--run", "single",
+                 "--steps", "train,merge,eval-trained,report")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    train_log = (tmp / "single-out" / "learn_train_single.log").read_text()
+    assert "verl/single_turn/train.parquet" in train_log and "All configuration checks passed" in train_log
+    report = tmp / "work" / "learn" / "report"
+    assert json.loads((report / "compare_single_cobalt.json").read_text())["names"] == ["single", "cobalt"]
+    assert "| single Pass@1 |" in (report / "pass_at_1.md").read_text()
+
+
 def test_the_gate_stops_the_experiment(dry):
     tmp, _, _ = dry
     proc = learn(tmp, "--out", str(tmp / "gate-out"), "--dry-run", "--steps", "gate,data", LEARN_GATE_LOW="0.5")
