@@ -9,6 +9,9 @@
 #   STEP        inference (scripts/gpu/prove_inference.sh): model serve rollout bench-rollout bench-grpo
 #               training (scripts/gpu/prove_training.sh): data cobalt resume single perturbed merge compare
 #                 grpo-mt verpo-mt cost
+#               learning experiment (scripts/gpu/learn.sh, docs/TRAINING.md §8): learn-prep (problems, warm
+#                 start, base rollouts on train, gate, data), learn-eval-base, learn-train, learn-eval
+#                 (merge, trained held-out eval, report); learn-single-train, learn-single-eval (--run single)
 #               check: import everything and print versions (install_wheelhouse.sh check)
 #   Steps run in the order given; inference steps before training steps are passed together to
 #   prove_inference.sh, and so on. A step that fails does not stop the later ones.
@@ -32,7 +35,7 @@ for arg in "$@"; do
     if [[ -d "$arg" && -f "$arg/SHA256SUMS" ]]; then chunks+=("$arg")
     else
         case "$arg" in
-            model|serve|rollout|bench-rollout|bench-grpo|data|cobalt|resume|single|perturbed|merge|compare|grpo-mt|verpo-mt|cost|check) steps+=("$arg") ;;
+            model|serve|rollout|bench-rollout|bench-grpo|data|cobalt|resume|single|perturbed|merge|compare|grpo-mt|verpo-mt|cost|check|learn-*) steps+=("$arg") ;;
             *) echo "device_run: '$arg' is neither a chunk folder nor a step (see --help)" >&2
                [[ "$arg" == -h || "$arg" == --help ]] && sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
                exit 2 ;;
@@ -66,6 +69,19 @@ if [[ ${#steps[@]} -gt 0 && ! -f "$ENV_FILE" ]]; then
     exit 1
 fi
 
+# learn_step NAME: one device step of the learning experiment as learn.sh steps.
+learn_step() {
+    case "$1" in
+        learn-prep) bash "$HERE/learn.sh" --out "$OUT" --steps problems,warm,base-train,gate,data ;;
+        learn-eval-base) bash "$HERE/learn.sh" --out "$OUT" --steps eval-base ;;
+        learn-train) bash "$HERE/learn.sh" --out "$OUT" --steps train ;;
+        learn-eval) bash "$HERE/learn.sh" --out "$OUT" --steps merge,eval-trained,report ;;
+        learn-single-train) bash "$HERE/learn.sh" --out "$OUT" --run single --steps train ;;
+        learn-single-eval) bash "$HERE/learn.sh" --out "$OUT" --run single --steps merge,eval-trained,report ;;
+        *) echo "device_run: unknown learning step '$1'" >&2; row "$1" "rc=2 (unknown learning step)"; return 2 ;;
+    esac
+}
+
 # 2. Steps, grouped into runs of one script.
 group=() kind=""
 flush() {
@@ -74,6 +90,7 @@ flush() {
         inference) bash "$HERE/prove_inference.sh" "${group[@]}" ;;
         training) bash "$HERE/prove_training.sh" "${group[@]}" ;;
         check) bash "$HERE/install_wheelhouse.sh" check 2>&1 | tee -a "$OUT/install.log" ;;
+        learn) for g in "${group[@]}"; do learn_step "$g"; done ;;
     esac
     group=()
 }
@@ -81,6 +98,7 @@ for s in "${steps[@]}"; do
     case "$s" in
         model|serve|rollout|bench-rollout|bench-grpo) k=inference ;;
         check) k=check ;;
+        learn-*) k=learn ;;
         *) k=training ;;
     esac
     [[ "$k" != "$kind" ]] && flush

@@ -35,6 +35,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hacking-report": ("cobalt.analysis.hacking_report", "Reward-hacking report: counts per category and run (markdown, CSV, PNG, examples)."),
     "cost-report": ("cobalt.verl_plugin.costs", "Seconds per example and GPU-hours per step of training runs, from verl's step logs."),
     "doctor": ("cobalt.doctor", "Check the sandbox, its isolation layers, engines, Ray, the tokenizer and the hub; one line per check with the fix."),
+    "make-synthetic": ("cobalt.data.synthetic", "Generate the learning experiment's stdin task family: train and held-out problems files."),
+    "train-report": ("cobalt.verl_plugin.train_report", "Learning curves of one or more training runs from verl's console logs: CSV and PNG."),
+    "compare-runs": ("cobalt.analysis.compare_runs", "Paired bootstrap over problems of Pass@1 per turn, run B minus run A, and the repair rate."),
 }
 
 

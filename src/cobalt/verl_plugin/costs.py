@@ -193,7 +193,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_profile_argument(parser)
 
 
-def _pairs(items: list[str], flag: str) -> dict[str, str]:
+def parse_pairs(items: list[str], flag: str) -> dict[str, str]:
+    """``{name: path}`` from ``NAME=PATH`` flag values; ``ValueError`` naming ``flag`` for a malformed one."""
     out = {}
     for item in items:
         name, sep, value = item.partition("=")
@@ -208,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
     from cobalt.profile import profile_from_args
 
     try:
-        logs, configs = _pairs(args.run, "--run"), _pairs(args.config, "--config")
+        logs, configs = parse_pairs(args.run, "--run"), parse_pairs(args.config, "--config")
         costs = []
         for method, log in logs.items():
             config = configs.get(method) or Path(log).with_name("train_config.json")

@@ -1,0 +1,265 @@
+#!/usr/bin/env bash
+# The learning experiment of docs/TRAINING.md §8 on one GPU: generated tasks, a planted warm start,
+# Cobalt (or single-turn GRPO) training, held-out evaluation of base and trained, bootstrap tables.
+#
+# Usage: bash scripts/gpu/learn.sh --out DIR [--run cobalt|single] [--dry-run] [--steps S1,S2,...]
+#   --out DIR     tables, figures and logs (the device call's $OUT); state stays in $WORK/learn
+#   --run         cobalt (scripts/train_cobalt.sh, default) or single (train_grpo_single_turn.sh)
+#   --dry-run     CPU check: tiny sizes, the transformers engine, the training script's --dry-run
+#                 (verl's config check, no training: the "trained" model is the base, said so)
+#   --steps       a subset, in this order (default all; each skips what an earlier call finished):
+#     problems    cobalt make-synthetic --seed 20261125 (600 train / 200 held-out instances)
+#     warm        scripts/gpu/warm_start_learn.py (fp32) -> $WORK/learn/base
+#     base-train  base rollouts on the training instances (4 samples, 2 repair turns, seed 0), eval
+#     gate        base turn-0 Pass@1 on the training instances must lie in [0.2, 0.7], else stop
+#     data        build-prompts + make-verl-data (Cobalt rows; single-turn rows; held-out validation)
+#     train       the run's script, 16 prompts x 8 samples, 20 steps, lr 1e-4, greedy validation on
+#                 the 200 held-out prompts every 5 steps; resumes from its last checkpoint (every
+#                 5 steps), so a call cut by its time limit is finished by the next
+#     merge       scripts/gpu/merge_fp32.py: the last checkpoint -> $WORK/learn/trained-<run> (fp32)
+#     eval-base   held-out rollouts, 8 samples x 2 repair turns, of the base with seed sets 1 and 2;
+#                 cobalt eval on each (a rerun resumes)
+#     eval-trained  the same for the trained model with seed set 1
+#     report      into $WORK/learn/report, packed as $OUT/learn_report.tar.gz: cobalt report, compare-runs (bootstrap; base vs base as the noise floor; Cobalt
+#                 vs single-turn when both ran), train-report of the training logs
+#
+# Variables: those of scripts/gpu/_gpu_common.sh (WORK, ENV_FILE, PYTHON, STEP_TIMEOUT, ...) and
+#   ROLLOUT_ENGINE [vllm; transformers with --dry-run], LEARN_TRAIN_TIMEOUT [540] seconds for one
+#   training call, LEARN_EVALUATOR [ray; embedded: the reward workers run the sandbox themselves and
+#   no Ray Serve app starts], LEARN_GATE_LOW / LEARN_GATE_HIGH [0.2 / 0.7], LEARN_WARM_STEPS [1500],
+#   EXTRA_OVERRIDES (Hydra overrides after the experiment's own).
+set -eo pipefail
+
+RUN_NAME=cobalt DRY=0 OUT_DIR="" STEPS="problems,warm,base-train,gate,data,eval-base,train,merge,eval-trained,report"
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --out) OUT_DIR="$2"; shift 2 ;;
+        --run) RUN_NAME="$2"; shift 2 ;;
+        --dry-run) DRY=1; shift ;;
+        --steps) STEPS="$2"; shift 2 ;;
+        -h|--help) sed -n '2,/^set -eo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "learn.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+[[ -n "$OUT_DIR" ]] || { echo "learn.sh: --out DIR is required" >&2; exit 2; }
+OUT_DIR="$(mkdir -p -- "$OUT_DIR" && cd -- "$OUT_DIR" && pwd)"
+case "$RUN_NAME" in
+    cobalt) SCRIPT=scripts/train_cobalt.sh ;;
+    single) SCRIPT=scripts/train_grpo_single_turn.sh ;;
+    *) echo "learn.sh: --run must be cobalt or single, not '$RUN_NAME'" >&2; exit 2 ;;
+esac
+export OUT="$OUT_DIR"
+# shellcheck source=scripts/gpu/_gpu_common.sh
+source "$(dirname -- "${BASH_SOURCE[0]}")/_gpu_common.sh"
+# shellcheck source=scripts/gpu/tiny_overrides.sh
+source "$REPO_ROOT/scripts/gpu/tiny_overrides.sh"
+read -r -a MORE <<< "${EXTRA_OVERRIDES:-}"
+
+L="$WORK/learn"
+mkdir -p "$L/logs" "$L/eval" "$OUT"
+SEED_GEN=20261125 SEED_WARM=0 SEED_PROMPTS=0 SEED_A=1 SEED_B=2
+if [[ "$DRY" == 1 ]]; then
+    ROLLOUT_ENGINE="${ROLLOUT_ENGINE:-transformers}"
+    TRAIN_LIMIT=4 HELD_LIMIT=2 TRAIN_SAMPLES=2 EVAL_SAMPLES=2 TURNS=1 MAX_TOKENS=8
+    WARM_ARGS=(--hidden-size 32 --layers 1 --steps 2 --batch-size 2 --probe 2 --sample 0 --device cpu)
+    GATE_LOW="${LEARN_GATE_LOW:-0}" GATE_HIGH="${LEARN_GATE_HIGH:-1}"
+else
+    ROLLOUT_ENGINE="${ROLLOUT_ENGINE:-vllm}"
+    TRAIN_LIMIT=0 HELD_LIMIT=0 TRAIN_SAMPLES=4 EVAL_SAMPLES=8 TURNS=2 MAX_TOKENS=512
+    WARM_ARGS=(--hidden-size "$TINY_HIDDEN" --layers "$TINY_LAYERS" --steps "${LEARN_WARM_STEPS:-1500}"
+               --batch-size 16 --lr 2e-3 --sample 4 --sample-problems 16 --max-new-tokens 200 --device cuda)
+    GATE_LOW="${LEARN_GATE_LOW:-0.2}" GATE_HIGH="${LEARN_GATE_HIGH:-0.7}"
+fi
+BASE="$L/base"
+TRAINED="$L/trained-$RUN_NAME"
+RUN_DIR="$L/runs/$RUN_NAME"
+TOTAL_STEPS=20
+
+# The experiment's settings over the tiny overrides (docs/TRAINING.md §8 lists the deviations).
+LEARN_OVERRIDES=(
+    data.train_batch_size=16
+    actor_rollout_ref.rollout.n=8
+    actor_rollout_ref.actor.ppo_mini_batch_size=16
+    actor_rollout_ref.actor.optim.lr=1e-4
+    actor_rollout_ref.actor.use_kl_loss=False
+    algorithm.use_kl_in_reward=False
+    actor_rollout_ref.rollout.val_kwargs.do_sample=False
+    actor_rollout_ref.rollout.val_kwargs.n=1
+    data.seed=0
+    data.dataloader_num_workers=0
+    trainer.total_training_steps="$TOTAL_STEPS"
+    trainer.test_freq=5
+    trainer.save_freq=5
+    trainer.max_actor_ckpt_to_keep=1
+    trainer.resume_mode=auto
+    trainer.project_name=cobalt-learn
+)
+
+rollout() {  # rollout MODEL PROBLEMS SAMPLES SEED OUT: multi-turn records (a rerun resumes), then cobalt eval
+    tcobalt rollout --engine "$ROLLOUT_ENGINE" --model "$1" --input "$2" --samples "$3" --turns "$TURNS" \
+        --max-tokens "$MAX_TOKENS" --temperature 1.0 --seed "$4" --evaluator embedded --output "$5.jsonl" --no-progress \
+        --enable-thinking   # the history keeps the text after </think>, as the warm start taught it
+    tcobalt eval --input "$5.jsonl" --output "$5.evaluated.jsonl" --pass-n "$3" --no-progress
+}
+
+do_problems() {
+    [[ -s "$L/problems/heldout.jsonl" ]] && { echo "problems: $L/problems (made earlier)"; return 0; }
+    tcobalt make-synthetic --out-dir "$L/problems" --seed "$SEED_GEN" --train-limit "$TRAIN_LIMIT" --heldout-limit "$HELD_LIMIT"
+}
+
+do_warm() {
+    [[ -f "$BASE/warm_start.json" ]] && { echo "warm: $BASE (built earlier)"; return 0; }
+    t "$PYTHON" scripts/gpu/warm_start_learn.py --problems "$L/problems/train.jsonl" --out "$BASE" \
+        --tokenizer "$COBALT_QWEN3_TOKENIZER" --seed "$SEED_WARM" "${WARM_ARGS[@]}"
+    cp "$BASE/warm_start.json" "$OUT/warm_start.json"
+}
+
+do_base_train() { rollout "$BASE" "$L/problems/train.jsonl" "$TRAIN_SAMPLES" "$SEED_PROMPTS" "$L/base_train"; }
+
+do_gate() {
+    "$PYTHON" - "$L/base_train.evaluated.jsonl" "$GATE_LOW" "$GATE_HIGH" "$L/gate.json" <<'PY'
+import json
+import sys
+
+from cobalt.analysis.compare_runs import correct_matrix, load_run
+
+path, low, high, out = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+run = load_run(path)
+value = sum(float(correct_matrix(r, 1)[:, 0].mean()) for r in run.values()) / len(run)
+ok = low <= value <= high
+json.dump({"turn0_pass_at_1_train": value, "low": low, "high": high, "passed": ok, "problems": len(run)}, open(out, "w"))
+print(f"gate: base turn-0 Pass@1 on {len(run)} training instances = {value:.3f}; required [{low}, {high}]: "
+      + ("passed" if ok else "FAILED: the warm start did not plant partial competence; stop (see docs/TRAINING.md §8)"))
+sys.exit(0 if ok else 3)
+PY
+}
+
+do_data() {
+    local d="$L/verl" p="$L/prompts"
+    mkdir -p "$d" "$p"
+    tcobalt make-verl-data --kind single-turn --train "$L/problems/train.jsonl" --val "$L/problems/heldout.jsonl" \
+        --out-dir "$d/single_turn" --tokenizer "$BASE" --no-progress
+    rm -f "$p/train.jsonl"
+    tcobalt build-prompts --input "$L/base_train.evaluated.jsonl" --output "$p/train.jsonl" --model-name "$BASE" \
+        --seed "$SEED_PROMPTS" --enable-thinking --no-progress
+    if [[ -s "$p/train.jsonl" ]]; then
+        tcobalt make-verl-data --kind cobalt --train "$p/train.jsonl" --out-dir "$d/cobalt" --tokenizer "$BASE" --no-progress
+    elif [[ "$DRY" == 1 ]]; then
+        echo "DRY RUN FALLBACK: build-prompts kept no prompt from the untrained tiny model; the Cobalt run uses the single-turn rows"
+        mkdir -p "$d/cobalt" && cp "$d/single_turn/train.parquet" "$d/cobalt/train.parquet"
+    else
+        echo "data: build-prompts kept no prompt from the base rollouts: nothing for Cobalt to train on"; return 1
+    fi
+    cp "$d/single_turn/val.parquet" "$d/cobalt/val.parquet"   # both runs validate on the held-out first turns
+    "$PYTHON" -c "import sys, pyarrow.parquet as pq; [print(f'data: {f}: {pq.read_metadata(f).num_rows} rows') for f in sys.argv[1:]]" \
+        "$d"/*/*.parquet
+}
+
+data_sub() { [[ "$RUN_NAME" == cobalt ]] && echo cobalt || echo single_turn; }
+last_ckpt() { cat "$RUN_DIR/checkpoints/latest_checkpointed_iteration.txt" 2>/dev/null || echo 0; }
+
+do_train() {
+    local sub; sub="$(data_sub)"
+    local extra=(trainer.val_before_train=True)
+    [[ "$(last_ckpt)" -ge "$TOTAL_STEPS" ]] && { echo "train: $RUN_NAME has global_step_$TOTAL_STEPS already"; return 0; }
+    [[ "$(last_ckpt)" -gt 0 ]] && extra=(trainer.val_before_train=False)   # resumed: step 0 validated before
+    if [[ "${LEARN_EVALUATOR:-ray}" == embedded ]]; then   # start-up measurement: no Ray Serve app
+        export SKIP_EVALUATOR=1
+        extra+=(ray_kwargs.ray_init.runtime_env.env_vars.COBALT_EVALUATOR=embedded)
+    fi
+    local args=("${TINY_OVERRIDES[@]}" "${LEARN_OVERRIDES[@]}" "${extra[@]}" "${MORE[@]}")
+    [[ "$DRY" == 1 ]] && args=(--dry-run "${args[@]}")
+    stop_ray
+    local rc=0
+    MODEL="$BASE" TRAIN_FILE="$L/verl/$sub/train.parquet" VAL_FILE="$L/verl/$sub/val.parquet" OUTPUT_DIR="$RUN_DIR" \
+        EXPERIMENT_NAME="learn-$RUN_NAME" timeout -k 20 "${LEARN_TRAIN_TIMEOUT:-540}" bash "$SCRIPT" "${args[@]}" \
+        2>&1 | tee -a "$L/logs/train_$RUN_NAME.log" || rc=${PIPESTATUS[0]}
+    echo "train: rc $rc; last checkpoint global_step_$(last_ckpt) of $TOTAL_STEPS"
+    [[ "$DRY" == 1 ]] && { [[ $rc == 0 ]] && echo "DRY RUN: verl's config check only; no step ran"; return "$rc"; }
+    [[ "$(last_ckpt)" -ge "$TOTAL_STEPS" ]] || { echo "train: not finished: run the step 'train' again (it resumes)"; return 1; }
+}
+
+do_merge() {
+    if [[ "$DRY" == 1 ]]; then
+        echo "DRY RUN: no checkpoint; the 'trained' model is a copy of the base"
+        rm -rf "$TRAINED" && cp -r "$BASE" "$TRAINED"; return 0
+    fi
+    [[ -f "$TRAINED/config.json" && -f "$TRAINED/.merged_step_$TOTAL_STEPS" ]] && { echo "merge: $TRAINED (earlier)"; return 0; }
+    rm -rf "$TRAINED"
+    t "$PYTHON" scripts/gpu/merge_fp32.py --local-dir "$RUN_DIR/checkpoints/global_step_$(last_ckpt)/actor" \
+        --target "$TRAINED" --base "$BASE"
+    touch "$TRAINED/.merged_step_$(last_ckpt)"
+}
+
+do_eval_base() {
+    stop_ray   # in-process vLLM needs the GPU
+    rollout "$BASE" "$L/problems/heldout.jsonl" "$EVAL_SAMPLES" "$SEED_A" "$L/eval/base.s$SEED_A"
+    rollout "$BASE" "$L/problems/heldout.jsonl" "$EVAL_SAMPLES" "$SEED_B" "$L/eval/base.s$SEED_B"
+}
+
+do_eval_trained() {
+    stop_ray
+    rollout "$TRAINED" "$L/problems/heldout.jsonl" "$EVAL_SAMPLES" "$SEED_A" "$L/eval/$RUN_NAME.s$SEED_A"
+}
+
+do_report() {
+    local e="$L/eval" r="$L/report"
+    mkdir -p "$r"
+    local runs=("$e/base.s$SEED_A.evaluated.jsonl") labels=(base)
+    for name in cobalt single; do
+        [[ -s "$e/$name.s$SEED_A.evaluated.jsonl" ]] && { runs+=("$e/$name.s$SEED_A.evaluated.jsonl"); labels+=("$name"); }
+    done
+    tcobalt report "${runs[@]}" --labels "${labels[@]}" --pass-n "$EVAL_SAMPLES" --out-dir "$r" \
+        --title "held-out Pass@1 per turn" --note "learning experiment (docs/TRAINING.md §8)$([[ $DRY == 1 ]] && echo ', DRY RUN')"
+    for name in "${labels[@]:1}"; do
+        tcobalt compare-runs "$e/base.s$SEED_A.evaluated.jsonl" "$e/$name.s$SEED_A.evaluated.jsonl" --labels base "$name" \
+            --noise "$e/base.s$SEED_B.evaluated.jsonl" --out "$r/compare_$name.json" | tee "$r/compare_$name.md"
+    done
+    if [[ " ${labels[*]} " == *" cobalt "* && " ${labels[*]} " == *" single "* ]]; then
+        tcobalt compare-runs "$e/single.s$SEED_A.evaluated.jsonl" "$e/cobalt.s$SEED_A.evaluated.jsonl" \
+            --labels single cobalt --out "$r/compare_single_cobalt.json" | tee "$r/compare_single_cobalt.md"
+    fi
+    local logs=()
+    for name in cobalt single; do
+        grep -q 'step:[0-9]' "$L/logs/train_$name.log" 2>/dev/null && logs+=(--run "$name=$L/logs/train_$name.log")
+    done
+    if [[ ${#logs[@]} -gt 0 ]]; then
+        tcobalt train-report "${logs[@]}" --out-dir "$r" --title "learning experiment: training curves"
+        "$PYTHON" - "$r/train_report.csv" <<'PY'
+import csv
+import sys
+
+totals = {}
+for row in csv.DictReader(open(sys.argv[1])):
+    if row.get("response_length/mean"):
+        totals[row["run"]] = totals.get(row["run"], 0.0) + float(row["response_length/mean"]) * 16 * 8
+for run, tokens in totals.items():
+    print(f"tokens generated in training ({run}): about {tokens:,.0f} (mean response length x 16 prompts x 8 samples, per step)")
+PY
+    else
+        echo "report: no training log with step records (dry run or not trained): no curves"
+    fi
+    cp "$L/gate.json" "$r/" 2>/dev/null || true
+    cp "$BASE/warm_start.json" "$r/" 2>/dev/null || true
+    cp "$L"/logs/train_*.log "$r/" 2>/dev/null || true
+    # one file back from the device call; the evaluated held-out records let a later lease (the other
+    # run) compare against these without rolling them out again
+    (cd "$L" && tar -czf "$OUT/learn_report.tar.gz" report eval/*.evaluated.jsonl)
+    ls "$r"
+}
+
+IFS=',' read -r -a chosen <<< "$STEPS"
+for s in "${chosen[@]}"; do
+    case "$s" in
+        problems) fn=do_problems ;; warm) fn=do_warm ;; base-train) fn=do_base_train ;; gate) fn=do_gate ;;
+        data) fn=do_data ;; train) fn=do_train ;; merge) fn=do_merge ;; eval-base) fn=do_eval_base ;;
+        eval-trained) fn=do_eval_trained ;; report) fn=do_report ;;
+        *) echo "learn.sh: unknown step '$s'" >&2; exit 2 ;;
+    esac
+    step "learn-$s" "learn_$([[ $s == train ]] && echo "train_$RUN_NAME" || echo "$s").log" "$fn"
+    if grep -q "^learn-$s .*rc=[1-9]" "$OUT/summary.log"; then
+        echo "learn.sh: step $s failed (see $OUT/summary.log); later steps not run" >&2
+        exit 1
+    fi
+done
+echo "learn.sh: steps $STEPS done; results in $OUT"
