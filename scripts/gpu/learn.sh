@@ -99,7 +99,7 @@ rollout() {  # rollout MODEL PROBLEMS SAMPLES SEED OUT: multi-turn records (a re
     tcobalt rollout --engine "$ROLLOUT_ENGINE" --model "$1" --input "$2" --samples "$3" --turns "$TURNS" \
         --max-tokens "$MAX_TOKENS" --temperature 1.0 --seed "$4" --evaluator embedded --output "$5.jsonl" --no-progress \
         --enable-thinking   # the history keeps the text after </think>, as the warm start taught it
-    tcobalt eval --input "$5.jsonl" --output "$5.evaluated.jsonl" --pass-n "$3" --no-progress
+    tcobalt eval --input "$5.jsonl" --output "$5.evaluated.jsonl" --no-progress
 }
 
 do_problems() {
@@ -209,7 +209,7 @@ do_report() {
     for name in cobalt single; do
         [[ -s "$e/$name.s$SEED_A.evaluated.jsonl" ]] && { runs+=("$e/$name.s$SEED_A.evaluated.jsonl"); labels+=("$name"); }
     done
-    tcobalt report "${runs[@]}" --labels "${labels[@]}" --pass-n "$EVAL_SAMPLES" --out-dir "$r" \
+    tcobalt report "${runs[@]}" --labels "${labels[@]}" --out-dir "$r" \
         --title "held-out Pass@1 per turn" --note "learning experiment (docs/TRAINING.md §8)$([[ $DRY == 1 ]] && echo ', DRY RUN')"
     for name in "${labels[@]:1}"; do
         tcobalt compare-runs "$e/base.s$SEED_A.evaluated.jsonl" "$e/$name.s$SEED_A.evaluated.jsonl" --labels base "$name" \
