@@ -73,7 +73,7 @@ fi
 BASE="$L/base"
 TRAINED="$L/trained-$RUN_NAME"
 RUN_DIR="$L/runs/$RUN_NAME"
-TOTAL_STEPS=20
+TOTAL_STEPS="${LEARN_STEPS:-20}"
 
 # The experiment's settings over the tiny overrides (docs/TRAINING.md §8 lists the deviations).
 LEARN_OVERRIDES=(
