@@ -424,3 +424,19 @@ def test_shaped_reward_uses_the_given_counter():
     # 10 words of thinking; o200k_base would count the same text as more tokens
     f10 = 0.075 * math.tanh(10 / 1024)
     assert shaped_reward(_sized(10, 30, 5), 0.0, token_counter=WordCounter()) == pytest.approx(-0.1 + f10, abs=1e-15)
+
+
+@pytest.mark.parametrize("p,b,expected", [
+    # code_reward_func_think.py, compute_score: a gain adds
+    #   (pass_rate - prev_best_pass_rate) / (1.0 - prev_best_pass_rate) * 0.1
+    # to the tier; no gain replaces the value by
+    #   -0.1 + (pass_rate - prev_best_pass_rate) / prev_best_pass_rate * 0.1
+    # Evaluated in that order these are the doubles below; "0.1 * gain / x" gives
+    # 0.2416666666666667, 0.22, -0.14285714285714288 and -0.14375000000000002 instead.
+    (1 / 2, 1 / 7, 0.24166666666666667),   # 0.2 + (0.5 - 1/7) / (6/7) * 0.1
+    (1 / 2, 3 / 8, 0.22000000000000003),   # 0.2 + 0.125 / 0.625 * 0.1
+    (1 / 2, 7 / 8, -0.14285714285714285),  # -0.1 + (-0.375) / 0.875 * 0.1
+    (1 / 2, 8 / 9, -0.14375),              # -0.1 + (0.5 - 8/9) / (8/9) * 0.1
+])
+def test_improvement_is_bit_identical_to_the_original(p, b, expected):
+    assert S.improvement_reward(p, b, S.correctness_reward(p)) == expected
