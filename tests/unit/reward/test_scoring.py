@@ -575,3 +575,13 @@ def test_evaluator_wait_follows_the_original_under_paper():
     slow = EvaluatorClient.embedded(timeout_s=300.0)
     assert scoring.evaluator_wait_s(slow, "paper") == 30.0
     assert scoring.evaluator_wait_s(slow, "cobalt") == 300.0 + scoring.CLIENT_GRACE_S
+
+
+async def test_indented_block_is_stripped_and_passes_end_to_end(client):
+    # The original: extract_code_from_model returns code_blocks[-1].strip() = "print(1)", which
+    # prints 1: pass rate 1 -> 1.0; the format checks pass (one </think>, one ```python block
+    # closed by "\n```", no backtick in the code) and every length is tiny -> + 0.0. Score 1.0.
+    response = "<think>x</think>\n```python\n  print(1)\n```"
+    tests = json.dumps({"inputs": [""], "outputs": ["1\n"]})
+    out = await compute_score("taco", response, tests, None, client=client)
+    assert (out["score"], out["pass_rate"]) == (1.0, 1.0)
