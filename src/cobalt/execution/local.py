@@ -360,7 +360,7 @@ class LocalExecutor:
         over_cap = (error is not None and "budget" in error) or any(r.get("budget") for r in records.values())
         if over_cap and opts.profile == "paper":
             # The original: past the program cap the whole program is one failing entry.
-            reason = feedback_program_timeout(self.limits.program_wall_s)
+            reason = feedback.program_timeout_feedback(self.limits.program_wall_s, profile="paper")
             return ExecutionResult.failure(1, reason, Status.TIMEOUT)
         passing, fb, status, walls, cpus = [], [], [], [], []
         for i, (inp, expected) in enumerate(zip(tests.inputs, tests.outputs)):
@@ -449,11 +449,6 @@ class LocalExecutor:
         return ok, (Status.PASSED if ok else Status.WRONG_ANSWER), feedback.test_feedback(
             inp, shown_output, expected, profile=opts.profile
         )
-
-
-def feedback_program_timeout(cap_s: float) -> str:
-    """The one failing entry of a program that ran past its cap (profile ``paper``)."""
-    return f"TimeoutError: the program's tests took longer than {cap_s:g} seconds in all"
 
 
 def _write_all_then_close(proc: subprocess.Popen, payload: bytes) -> None:

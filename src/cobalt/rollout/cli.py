@@ -89,8 +89,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     bounds.add_argument("--evaluator", choices=("embedded", "ray"), default="embedded",
                         help="embedded sandbox in this process, or the Ray Serve 'evaluator' app")
     bounds.add_argument("--ray-address", default=None, help="Ray cluster address for --evaluator ray")
-    bounds.add_argument("--eval-timeout", type=float, default=30.0,
-                        help="seconds a caller waits for one program's public tests")
+    bounds.add_argument("--eval-timeout", type=float, default=None,
+                        help="seconds a caller waits for one program's public tests "
+                             "(default: 300 under paper, as the original; 30 under cobalt)")
     add_profile_argument(parser)
 
 
@@ -224,6 +225,10 @@ def run(args: argparse.Namespace) -> int:
     from cobalt.rollout.loop import RolloutConfig, RolloutStats, run_rollout
 
     profile = profile_from_args(args)
+    if args.eval_timeout is None:
+        from cobalt.rollout.turns import caller_wait_s
+
+        args.eval_timeout = caller_wait_s(str(profile))
     for name in ("samples", "max_tokens", "max_problems", "max_requests"):
         if getattr(args, name) < 1:
             print(f"cobalt rollout: --{name.replace('_', '-')} must be at least 1", file=sys.stderr)

@@ -38,7 +38,7 @@ from cobalt.data.problems import ProblemRecord
 from cobalt.engines.base import Completion, Engine, SamplingParams
 from cobalt.execution.base import ExecutionResult, TestCases
 from cobalt.io import counts_dict
-from cobalt.rollout.turns import NO_CODE_FEEDBACK, error_feedback, failing_public_result, next_user_message
+from cobalt.rollout.turns import error_feedback, failing_public_result, next_user_message, no_code_feedback
 from cobalt.text import HISTORY_MAX_CHARS, extract_code, history_text
 
 RECORD_FIELDS_DROPPED = ("samples", "hidden_eval")
@@ -152,22 +152,24 @@ async def _generate(engine: Engine, messages: Sequence[Mapping[str, str]], param
     return completions
 
 
-async def judge_public(program: str | None, problem: ProblemRecord, client: Any, stats: RolloutStats) -> dict:
+async def judge_public(program: str | None, problem: ProblemRecord, client: Any, stats: RolloutStats,
+                       profile: str = "paper") -> dict:
     """The public-test result of one program as an inference record's ``public`` field.
 
-    No program: every public test fails with :data:`NO_CODE_FEEDBACK`. An
+    No program: every public test fails with the profile's no-code text. An
     evaluator call that raises: every test fails with the error's text.
     """
     n = len(problem.public)
     if program is None:
         stats.no_code += 1
-        return failing_public_result(n, NO_CODE_FEEDBACK)
+        return failing_public_result(n, no_code_feedback(profile))
     stats.programs_run += 1
     try:
         result: ExecutionResult = await client.evaluate(program, problem.public)
     except Exception as exc:  # the client promises not to raise; a caller-side failure still gets feedback
         stats.evaluator_errors += 1
-        return failing_public_result(n, error_feedback(exc, timeout_s=getattr(client, "timeout_s", None)))
+        return failing_public_result(
+            n, error_feedback(exc, timeout_s=getattr(client, "timeout_s", None), profile=profile))
     public = {"passing": list(result.passing), "feedback": list(result.feedback)}
     if result.error is not None:
         stats.evaluator_errors += 1
@@ -221,12 +223,13 @@ async def _run_sample(problem: ProblemRecord, index: int, first: dict, engine: E
         })
         messages.append({
             "role": "user",
-            "content": next_user_message(prev["public"], no_code=prev["code"] is None, template_dir=config.template_dir),
+            "content": next_user_message(prev["public"], no_code=prev["code"] is None, template_dir=config.template_dir,
+                                         profile=config.profile),
         })
         seeded = dataclasses.replace(params, n=1, seed=request_seed(_base_seed(params, config), problem.id, index, t))
         (completion,) = await _generate(engine, messages, seeded, limiter, stats)
         program = extract_program(completion.text, config.profile)
-        public = await judge_public(program, problem, client, stats)
+        public = await judge_public(program, problem, client, stats, config.profile)
         turns.append(_turn_record(completion.text, completion, program, public))
         if on_turn:
             on_turn()
@@ -256,7 +259,7 @@ async def rollout_problem(problem: ProblemRecord, engine: Engine, client: Any, p
         firsts = [_cached_turn(turn, config.profile) for turn in cached[:n]]
         stats.cached_first_turns += n
         if cached_public is not None and cached_public != problem.public:
-            publics = await asyncio.gather(*(judge_public(f["code"], problem, client, stats) for f in firsts))
+            publics = await asyncio.gather(*(judge_public(f["code"], problem, client, stats, config.profile) for f in firsts))
             for first, public in zip(firsts, publics):
                 first.update(_turn_record(first["response"], None, first["code"], public))
                 first["rejudged"] = True
@@ -266,7 +269,7 @@ async def rollout_problem(problem: ProblemRecord, engine: Engine, client: Any, p
         first_params = dataclasses.replace(params, n=n, seed=request_seed(_base_seed(params, config), problem.id, 0, 0))
         completions = await _generate(engine, messages, first_params, limiter, stats)
         programs = [extract_program(c.text, config.profile) for c in completions]
-        publics = await asyncio.gather(*(judge_public(p, problem, client, stats) for p in programs))
+        publics = await asyncio.gather(*(judge_public(p, problem, client, stats, config.profile) for p in programs))
         firsts = [_turn_record(c.text, c, p, pub) for c, p, pub in zip(completions, programs, publics)]
     samples = await asyncio.gather(*(
         _run_sample(problem, i, firsts[i], engine, client, params, config, limiter, stats, on_turn) for i in range(n)

@@ -99,3 +99,21 @@ def test_failing_public_result_shape_is_a_valid_record_public_field():
 
     public = _public_from(failing_public_result(4, NO_CODE_FEEDBACK), "public", path="x", line=1)
     assert public.passing == (False,) * 4 and public.pass_rate == 0.0
+
+
+def test_paper_texts_are_the_original_inference_script_s():
+    # run_multi_turn_vllm.py, eval_completion: no code -> this sentence; asyncio.TimeoutError of
+    # its 300 s wait -> the fixed "within 30 seconds" sentence; any other exception ->
+    # f"Exception: {type(e).__name__}: {e}". All with passing [False].
+    from cobalt.rollout.turns import caller_wait_s, no_code_feedback
+
+    assert no_code_feedback("paper") == ("Failed to extract code from model response. Please ensure the model's "
+                                         "response contains a valid code block.")
+    assert error_feedback(TimeoutError(), timeout_s=300, profile="paper") == (
+        "Timeout: Program fails to execute all test cases within 30 seconds.")
+    assert error_feedback(ConnectionError("refused"), profile="paper") == "Exception: ConnectionError: refused"
+    assert turn_feedback(None, no_code=True, profile="paper") == no_code_feedback("paper")
+    assert (caller_wait_s("paper"), caller_wait_s("cobalt")) == (300.0, 30.0)
+    # cobalt keeps its own texts
+    assert no_code_feedback("cobalt") == NO_CODE_FEEDBACK
+    assert error_feedback(TimeoutError(), timeout_s=30, profile="cobalt").endswith("timed out after 30 seconds.")
