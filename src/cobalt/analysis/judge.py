@@ -273,6 +273,10 @@ def _case_problem(case: Any, path: str, line: int) -> RecordError | None:
     return None
 
 
+PAPER_JUDGE_REASONING_EFFORT = "low"
+"""``paper``: the original judge's ``reasoning_effort`` (its ``-r`` default), sent by the openai/litellm engines."""
+
+
 def add_engine_flags(parser: argparse.ArgumentParser) -> None:
     """The engine flags of ``cobalt judge``: the shared set of :mod:`cobalt.engines.cli`
     (``--engine`` defaulting to openai, ``--model``, ``--base-url``, ``--api-key`` and the
@@ -354,7 +358,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``cobalt judge``."""
     from cobalt.engines import EngineError, SamplingParams
-    from cobalt.engines.cli import engine_from_args
+    from cobalt.engines.cli import default_reasoning_effort, engine_from_args
     from cobalt.io import JsonlAppender, write_json_atomic
     from cobalt.prompts import load_template
 
@@ -371,6 +375,7 @@ def run(args: argparse.Namespace) -> int:
                                 max_new_tokens=args.max_new_tokens, seed=args.seed)
         extra = engine_options(args)
         _check_engine_options(args.engine, extra)
+        default_reasoning_effort(args, PAPER_JUDGE_REASONING_EFFORT, profile.value)
         engine = engine_from_args(args, **extra)
     except (ValueError, EngineError) as exc:
         print(f"cobalt judge: {exc}", file=sys.stderr)

@@ -46,6 +46,10 @@ def add_engine_flags(parser: argparse.ArgumentParser, *, default_engine: str = "
     add_engine_arguments(parser, default_engine=default_engine)
 
 
+PAPER_POLICY_REASONING_EFFORT = "medium"
+"""``paper``: the original API inference scripts' ``reasoning_effort`` (openai/litellm engines)."""
+
+
 def engine_from_args(args: argparse.Namespace):
     """Build the engine that the flags name (:func:`cobalt.engines.cli.engine_from_args`)."""
     from cobalt.engines.cli import engine_from_args as build
@@ -259,6 +263,9 @@ def run(args: argparse.Namespace) -> int:
                            history_max_chars=args.history_max_chars, max_problems=args.max_problems,
                            max_requests=args.max_requests, profile=str(profile), template_dir=args.template_dir,
                            seed=args.seed)
+    from cobalt.engines.cli import default_reasoning_effort
+
+    default_reasoning_effort(args, PAPER_POLICY_REASONING_EFFORT, str(profile))
     try:
         engine = engine_from_args(args)
     except EngineError as exc:

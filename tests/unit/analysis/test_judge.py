@@ -239,3 +239,36 @@ def test_paper_cli_accepts_num_completions():
     add_arguments(parser)
     for flag in ("-n", "--num_completions", "--num-completions", "--judgments"):
         assert parser.parse_args(["--input", "i", "--output", "o", flag, "3"]).judgments == 3
+
+
+@pytest.mark.parametrize("profile,flag,sent", [
+    ("paper", [], "low"),  # run_llm_judge.py: --reasoning_effort/-r defaults to "low", passed to completion()
+    ("cobalt", [], None),  # cobalt: the provider's default unless asked
+    ("cobalt", ["--reasoning-effort", "high"], "high"),
+])
+def test_judge_sends_reasoning_effort_through_the_openai_engine(tmp_path, profile, flag, sent):
+    from support.openai_server import OpenAIServer
+
+    from cobalt.cli import main
+
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps(CASE) + "\n")
+    with OpenAIServer(responder=_verdict_reply) as server:
+        assert main(["judge", "--input", str(cases), "--output", str(tmp_path / "out.jsonl"), "--engine", "openai",
+                     "--model", "judge-model", "--base-url", server.base_url, "--api-key", "k", "--no-progress",
+                     "--profile", profile, *flag]) == 0
+        (request,) = server.chat_requests()
+    assert request.body.get("reasoning_effort") == sent
+
+
+def test_reasoning_effort_on_an_engine_without_it_prints_one_warning(tmp_path, capsys, tiny_qwen3):
+    from cobalt.cli import main
+
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(json.dumps({"id": "p0", "messages": [{"role": "user", "content": "hi"}]}) + "\n")
+    assert main(["generate", "--input", str(prompts), "--output", str(tmp_path / "out.jsonl"), "--engine",
+                 "transformers", "--model", str(tiny_qwen3), "--device", "cpu", "--max-new-tokens", "2",
+                 "--thinking", "off", "--reasoning-effort", "low"]) == 0
+    warnings = [ln for ln in capsys.readouterr().err.splitlines() if "reasoning_effort" in ln]
+    assert warnings == ["warning: engine 'transformers' does not send reasoning_effort; --reasoning-effort low "
+                        "is ignored"]
