@@ -25,7 +25,7 @@ from typing import Any
 
 from cobalt.execution import compare, feedback
 from cobalt.execution import sandbox as sbx
-from cobalt.execution.base import HOST_GRACE_S, ExecOptions, ExecutionResult, Limits, Status, TestCases
+from cobalt.execution.base import HOST_GRACE_S, ExecOptions, ExecutionResult, Limits, Status, TestCases, test_output_cap
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +193,9 @@ class LocalExecutor:
             with self._lock:
                 self._in_flight += 1
             try:
-                records, error, stats = self._execute(code, list(tests.inputs), fn_name, opts, len(tests), failed, cancel)
+                caps = [test_output_cap(self.limits, e, opts.profile) for e in tests.outputs]
+                records, error, stats = self._execute(code, list(tests.inputs), fn_name, opts, len(tests), failed, cancel,
+                                                      output_caps=caps)
             finally:
                 with self._lock:
                     self._in_flight -= 1
@@ -216,6 +218,7 @@ class LocalExecutor:
             "limits": asdict(self.limits),
             "uid": sbx.fresh_uid() if self.sandbox == "bwrap" else None,
             "own_pid_namespace": self.sandbox == "bwrap",
+            "prologue": opts.profile,
         }
         if opts.allow_packages:
             py = sbx.python_install()
@@ -242,7 +245,7 @@ class LocalExecutor:
 
     def _execute(
         self, code: str, inputs: list[str], fn_name: str | None, opts: ExecOptions, n_tests: int, failed=None,
-        cancel: threading.Event | None = None,
+        cancel: threading.Event | None = None, *, output_caps: list[int] | None = None,
     ) -> tuple[dict[int, dict], str | None, dict]:
         """Start the sandbox, stream records back, and stop as soon as ``failed(i, record)``
         says so (stop-on-first-failure: the runner then waits for the host's word before
@@ -254,6 +257,8 @@ class LocalExecutor:
             ctl_r, ctl_w = os.pipe()
         filter_fd = sbx.seccomp_fd() if self.sandbox == "bwrap" else None
         job = self._job(code, inputs, fn_name, opts)
+        if output_caps:
+            job["output_caps"] = list(output_caps)
         job["result_fd"] = res_w
         job["control_fd"] = ctl_r
         job["parallel"] = self._parallel_tests(opts)
@@ -294,7 +299,7 @@ class LocalExecutor:
         error = None
         deadline = time.monotonic() + self.limits.program_wall_s + HOST_GRACE_S
         stop_early = False
-        reader = RecordReader(self.limits.output_bytes + RECORD_SLACK_BYTES)
+        reader = RecordReader(max(output_caps or [self.limits.output_bytes]) + RECORD_SLACK_BYTES)
         try:
             _write_all_then_close(proc, payload)
             stderr_chunks: list[bytes] = []
@@ -400,7 +405,14 @@ class LocalExecutor:
     def _judge_one(
         self, inp: str, expected: str, rec: dict, opts: ExecOptions, fn_name: str | None
     ) -> tuple[bool, Status, str]:
-        stdout = bytes(rec.get("stdout") or b"").decode("utf-8", "replace")
+        raw_stdout = bytes(rec.get("stdout") or b"")
+        if opts.profile == "paper":
+            try:  # the original decodes the program's output strictly: invalid UTF-8 fails the test
+                raw_stdout.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return False, Status.RUNTIME_ERROR, feedback.test_feedback(inp, "", expected, note=str(exc),
+                                                                           profile=opts.profile)
+        stdout = raw_stdout.decode("utf-8", "replace")
         stderr = rec.get("stderr", "")
         ret = bytes(rec.get("ret") or b"").decode("utf-8", "replace")
         shown_output = ret if fn_name else stdout
@@ -417,7 +429,7 @@ class LocalExecutor:
         if exit_code in (-signal.SIGXCPU, -signal.SIGKILL) and rec.get("cpu", 0.0) >= self.limits.test_cpu_s - 0.05:
             return False, Status.TIMEOUT, feedback.test_feedback(inp, shown_output, expected, timed_out_after=self.limits.test_wall_s, profile=opts.profile)
         if rec.get("olimit"):
-            limit_mib = self.limits.output_bytes / (1 << 20)
+            limit_mib = test_output_cap(self.limits, expected, opts.profile) / (1 << 20)
             return False, Status.OUTPUT_LIMIT, feedback.test_feedback(
                 inp, stdout, expected, error=f"output limit exceeded (more than {limit_mib:g} MiB)", profile=opts.profile
             )

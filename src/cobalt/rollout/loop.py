@@ -91,7 +91,7 @@ class RolloutStats:
     responses: int = 0
     cached_first_turns: int = 0
     rejudged_first_turns: int = 0
-    """Cached first turns judged again because they were judged on other public tests."""
+    """Cached first turns judged again (every one under paper; under cobalt those judged on other public tests)."""
     programs_run: int = 0
     no_code: int = 0
     evaluator_errors: int = 0
@@ -207,6 +207,13 @@ def _cached_turn(turn: Mapping[str, Any], profile: str) -> dict:
     return out
 
 
+def _rejudge_cached(profile: str, cached_public: Any, problem: ProblemRecord) -> bool:
+    """Whether cached first turns run again: always under ``paper`` (run_multi_turn_vllm.py
+    executes every cached response on this run's public tests); under ``cobalt`` only when
+    they were judged on other public tests."""
+    return profile == "paper" or (cached_public is not None and cached_public != problem.public)
+
+
 async def _run_sample(problem: ProblemRecord, index: int, first: dict, engine: Engine, client: Any,
                       params: SamplingParams, config: RolloutConfig, limiter: Limiter, stats: RolloutStats,
                       on_turn: Callable[[], None] | None) -> dict:
@@ -245,10 +252,12 @@ async def rollout_problem(problem: ProblemRecord, engine: Engine, client: Any, p
 
     ``cached``: the problem's first turns from an earlier run (a turn mapping
     each, at least ``config.samples``); otherwise turn 0 is generated here.
-    ``cached_public``: the public tests those first turns were judged on; when
-    they are not this run's (a run on perturbed public tests that reuses the
-    first turns of a run on the data set's own), each cached program is judged
-    again on this run's public tests (``rejudged`` set on the turn).
+    ``cached_public``: the public tests those first turns were judged on. Under
+    ``paper`` every cached program is executed again on this run's public tests,
+    as the original does, and the record keeps the new result; under ``cobalt``
+    only when they are not this run's (a run on perturbed public tests that
+    reuses the first turns of a run on the data set's own). ``rejudged`` is set
+    on each turn run again.
     """
     limiter = limiter or Limiter(config.max_requests)
     stats = stats if stats is not None else RolloutStats()
@@ -258,7 +267,10 @@ async def rollout_problem(problem: ProblemRecord, engine: Engine, client: Any, p
             raise ValueError(f"problem {problem.id}: {len(cached)} cached first turns, {n} samples asked for")
         firsts = [_cached_turn(turn, config.profile) for turn in cached[:n]]
         stats.cached_first_turns += n
-        if cached_public is not None and cached_public != problem.public:
+        if _rejudge_cached(config.profile, cached_public, problem):
+            if config.profile == "paper":  # the original extracts the program from the response again
+                for first in firsts:
+                    first["code"] = extract_program(first["response"], config.profile)
             publics = await asyncio.gather(*(judge_public(f["code"], problem, client, stats, config.profile) for f in firsts))
             for first, public in zip(firsts, publics):
                 first.update(_turn_record(first["response"], None, first["code"], public))

@@ -117,3 +117,31 @@ def test_paper_texts_are_the_original_inference_script_s():
     # cobalt keeps its own texts
     assert no_code_feedback("cobalt") == NO_CODE_FEEDBACK
     assert error_feedback(TimeoutError(), timeout_s=30, profile="cobalt").endswith("timed out after 30 seconds.")
+
+
+@pytest.mark.parametrize("profile", ["paper", "cobalt"])
+def test_cached_first_turns_are_executed_again_under_paper(profile):
+    # run_multi_turn_vllm.py, process_one_example: the cached responses (example["responses"]) go
+    # through get_results_and_feedback on this run's public tests; the record keeps that result.
+    # Here the cached result says "passed" for a program that prints the wrong answer: paper
+    # re-executes it (0 of 2 pass), cobalt keeps the cached verdicts (judged on the same tests).
+    from cobalt.data.problems import ProblemRecord
+    from cobalt.engines.base import SamplingParams
+    from cobalt.execution.base import TestCases
+    from cobalt.rollout.loop import RolloutConfig, rollout_problem
+
+    public = TestCases(("1\n", "2\n"), ("2", "4"))
+    problem = ProblemRecord("double", "Print twice n.", public, TestCases((), ()))
+    response = "<think>x</think>\n```python\nprint(int(input()) * 3)\n```"
+    cached = [{"response": response, "code": "print(int(input()) * 2)",
+               "public": {"passing": [True, True], "feedback": ["ok", "ok"]}}]
+    config = RolloutConfig(samples=1, repair_turns=0, profile=profile)
+    client = EvaluatorClient.embedded(max_concurrency=2)
+    record = asyncio.run(rollout_problem(problem, None, client, SamplingParams(), config, cached=cached,
+                                         cached_public=public))
+    first = record["samples"][0]["turns"][0]
+    if profile == "paper":
+        assert first["code"] == "print(int(input()) * 3)" and first["public"]["passing"] == [False, False]
+        assert first["public_pass_rate"] == 0.0 and first["rejudged"]
+    else:
+        assert first["public"]["passing"] == [True, True] and "rejudged" not in first
