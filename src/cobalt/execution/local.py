@@ -219,6 +219,7 @@ class LocalExecutor:
             "uid": sbx.fresh_uid() if self.sandbox == "bwrap" else None,
             "own_pid_namespace": self.sandbox == "bwrap",
             "prologue": opts.profile,
+            "workdir": _workdir(opts) if self.sandbox == "bwrap" else None,
         }
         if opts.allow_packages:
             py = sbx.python_install()
@@ -230,7 +231,7 @@ class LocalExecutor:
             return sbx.direct_argv()
         return sbx.bwrap_argv(
             tmpfs_bytes=self.limits.tmpfs_bytes, allow_packages=opts.allow_packages, seccomp_fd=seccomp_fd,
-            cgroup_dirs=cgroup_fds or None,
+            cgroup_dirs=cgroup_fds or None, workdir=_workdir(opts),
         )
 
     def _parallel_tests(self, opts: ExecOptions) -> int:
@@ -461,6 +462,12 @@ class LocalExecutor:
         return ok, (Status.PASSED if ok else Status.WRONG_ANSWER), feedback.test_feedback(
             inp, shown_output, expected, profile=opts.profile
         )
+
+
+def _workdir(opts: ExecOptions) -> str:
+    """The sandbox's writable working directory: /tmp, or the original's /dev/shm under ``paper``
+    (with /tmp read-only there)."""
+    return sbx.PAPER_WORKDIR if opts.profile == "paper" else "/tmp"
 
 
 def _write_all_then_close(proc: subprocess.Popen, payload: bytes) -> None:
