@@ -73,3 +73,18 @@ def test_output_cap_is_sized_from_the_expected_output_under_paper(executor):
     # a 10 MB flood against a 10-byte expected output still fails under paper (cap 1 MiB)
     ok, _ = _verdict(executor, "print('y' * 10_000_000)", "0123456789")
     assert not ok
+
+
+def test_paper_workdir_is_a_private_empty_tmpfs(executor, tmp_path):
+    # The original binds the host's /dev/shm; ours is a fresh tmpfs per sandbox (isolation
+    # stays ours): a host file in /dev/shm is not visible, and the directory starts empty.
+    import os
+
+    marker = f"/dev/shm/cobalt-host-marker-{os.getpid()}"
+    with open(marker, "w") as fh:
+        fh.write("host")
+    try:
+        ok, fb = _verdict(executor, "import glob\nprint(sorted(glob.glob('/dev/shm/*')))", "[]")
+        assert ok, fb
+    finally:
+        os.unlink(marker)
