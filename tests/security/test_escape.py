@@ -350,9 +350,9 @@ SIGNALS = [
         "sigstop_the_runner",
         "import os, time\nos.kill(os.getppid(), 19)\ntime.sleep(100)",
         ("",) * 2,
-        status=("timeout",),
+        status=("timeout", "timeout"),
         limits={"program_wall_s": 2.0},
-        note="the host's own deadline (program cap + grace) ends it; profile paper: one failing entry",
+        note="the host's own deadline (program cap + grace) ends it; attacks run under cobalt: one entry per test",
     ),
     Attack(
         "probe_ptrace_and_proc_of_runner",
@@ -662,7 +662,8 @@ async def test_fork_bomb_does_not_starve_a_neighbour(host, sentinel_proc):
     from cobalt.execution.client import EvaluatorClient
 
 
-    client = EvaluatorClient.embedded(max_concurrency=2, limits=SUITE_LIMITS)
+    # cobalt: os.fork is there to abuse (paper's guard removes it, as the original's)
+    client = EvaluatorClient.embedded(max_concurrency=2, limits=SUITE_LIMITS, options=ExecOptions(profile="cobalt"))
     bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"
     normal = "import time\ntime.sleep(0.3)\nprint(sum(map(int, input().split())))"
     tests = TestCases(("2 3\n",), ("5",))
