@@ -38,7 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="embedded sandbox in this process, or the Ray Serve 'evaluator' app")
     parser.add_argument("--ray-address", default=None, help="Ray cluster address for --evaluator ray")
     parser.add_argument("--eval-concurrency", type=int, default=None, help="programs in the sandbox at once")
-    parser.add_argument("--eval-timeout", type=float, default=30.0, help="seconds a caller waits for one program")
+    parser.add_argument("--eval-timeout", type=float, default=None,
+                        help="seconds a caller waits for one program (default: 300 under paper, as the original's "
+                             "eval_multi_turn.py; 30 under cobalt)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_profile_argument(parser)
 
@@ -124,6 +126,10 @@ def run(args: argparse.Namespace) -> int:
         print("cobalt eval: --pass-n must be at least 1", file=sys.stderr)
         return 2
     thinking = {"auto": None, "on": True, "off": False}[args.enable_thinking]
+    if args.eval_timeout is None:
+        from cobalt.rollout.turns import caller_wait_s
+
+        args.eval_timeout = caller_wait_s(profile)
     client = EvaluatorClient(mode=args.evaluator, ray_address=args.ray_address, timeout_s=args.eval_timeout,
                              max_concurrency=args.eval_concurrency, options=ExecOptions(profile=profile))
     stats = EvalStats()
