@@ -819,6 +819,8 @@ def _interpreter_settings(job):
     runner runs with -S), lifts the digit limit and raises the recursion limit.
     """
     if job.get("prologue") == "paper":
+        import shutil  # noqa: F401  (loaded once here: every test's guard patches them)
+        import subprocess  # noqa: F401
         return
     for name in ("exit", "quit"):
         if not hasattr(builtins, name):
