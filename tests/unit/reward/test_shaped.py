@@ -440,3 +440,29 @@ def test_shaped_reward_uses_the_given_counter():
 ])
 def test_improvement_is_bit_identical_to_the_original(p, b, expected):
     assert S.improvement_reward(p, b, S.correctness_reward(p)) == expected
+
+
+def _original_steps_2_3(p: float, b: float) -> float:
+    """code_reward_func_think.py's compute_score, steps 2-3, written out as the original writes them."""
+    if p == 1.0:
+        reward_value = 1.0
+    elif p >= 0.5:
+        reward_value = 0.2
+    elif p > 0.0:
+        reward_value = 0.0
+    else:
+        reward_value = -0.1
+    if p < 1.0 and b > 0.0:
+        if p - b > 0.0:
+            reward_value += (p - b) / (1.0 - b) * 0.1
+        else:
+            reward_value = -0.1 + (p - b) / b * 0.1
+    return reward_value
+
+
+def test_improvement_matches_the_original_on_every_grid_rate():
+    # every pass rate k/n and previous best j/m with n, m <= 24: the same double, bit for bit
+    rates = sorted({k / n for n in range(1, 25) for k in range(n + 1)})
+    for p in rates:
+        for b in rates:
+            assert S.improvement_reward(p, b, S.correctness_reward(p)) == _original_steps_2_3(p, b), (p, b)
