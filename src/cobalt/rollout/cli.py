@@ -291,10 +291,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         problems, seen = [], {}
         for line, problem in iter_problems_on(args.input, args.public_tests):
-            check_unique_id(problem.id, seen, path=args.input, line=line)
-            problems.append(problem)
             if args.limit is not None and len(problems) >= args.limit:
                 break
+            check_unique_id(problem.id, seen, path=args.input, line=line)
             problems.append(problem)
         first_public: dict = {}
         first_turns = load_first_turns(args.first_turn_from, first_public) if args.first_turn_from else None
