@@ -300,7 +300,7 @@ def run(args: argparse.Namespace) -> int:
     except (RecordError, FileNotFoundError) as exc:
         print(f"cobalt rollout: {exc}", file=sys.stderr)
         return 1
-    if not problems:
+    if not problems and args.limit != 0:  # --limit 0 asks for nothing: not an empty input
         print(empty_input_warning("cobalt rollout", args.input), file=sys.stderr)
         return 1
     if first_turns is not None:
