@@ -284,6 +284,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.model:
         print("cobalt rollout: --model is required", file=sys.stderr)
         return 2
+    if Path(args.output).is_dir():  # said before the engine and evaluator checks, which take seconds
+        raise IsADirectoryError(21, "Is a directory", args.output)
     settings, refused = resume_guard(args, [args.input, args.first_turn_from], profile=str(profile))
     if refused:
         print(f"cobalt rollout: {refused}", file=sys.stderr)
