@@ -215,7 +215,7 @@ def _generate(tmp_path: Path, base_url: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("body, content_type, pattern", [
     (b"<html>proxy error</html>", "text/html", r"the server did not answer JSON \(http://127\.0\.0\.1:\d+/v1\)"),
     (b"<html>proxy error</html>", "application/json", r"the server did not answer JSON \(http://127\.0\.0\.1:\d+/v1\)"),
-    (json.dumps({"id": "x", "object": "chat.completion"}).encode(), "application/json", r"no 'choices' list"),
+    (json.dumps({"id": "x", "object": "chat.completion"}).encode(), "application/json", r"the reply has no choices"),
 ])
 def test_a_reply_that_is_not_a_chat_completion_is_named(tmp_path, body, content_type, pattern):
     server = _WireServer(body, content_type)
