@@ -284,7 +284,7 @@ async def _rollout(args, engine, client, work: Path, problems_path: Path, profil
             if args.first_turn == "shipped":
                 response = answers[problem.id]
                 program = extract_program(response, profile)
-                public = await judge_public(program, problem, client, shipped_stats)
+                public = await judge_public(program, problem, client, shipped_stats, profile=profile)
                 firsts.append({"turns": [{"response": response, "code": program, "public": public,
                                           "public_pass_rate": sum(public["passing"]) / len(public["passing"]),
                                           "shipped_answer": True}]})

@@ -86,7 +86,7 @@ def check_cgroups() -> CheckResult:
     if not sandbox._is_root():
         return CheckResult("cgroups", "missing", "not used without root (per-process limits only)",
                            "run as root for memory and process limits per sandbox", required=False)
-    text = cgroups.describe()
+    text = cgroups.describe(True)
     usable = cgroups.manager() is not None
     return CheckResult("cgroups", "ok" if usable else "missing", text,
                        "mount cgroup v2 with the memory and pids controllers delegated", required=False)

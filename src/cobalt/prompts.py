@@ -73,8 +73,11 @@ JUDGE_CATEGORIES: dict[int, str] = {
 """The judge's verdict categories (METHOD §7), by number."""
 
 _TOKEN_RE = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
-# paper: the line starts with exactly "Final Verdict: (N)", N a category number.
-_VERDICT_STRICT_RE = re.compile(r"^Final Verdict: \(([1-4])\)")
+# paper: the original's search, anywhere in the reply (first match), any digit, then the
+# category name as letters and spaces.
+_VERDICT_PAPER_RE = re.compile(r"Final Verdict:\s*\((\d)\)\s*([A-Za-z ]+)")
+PAPER_UNKNOWN_CLASSIFICATION = "Unknown"
+"""``paper``: the original's classification string of a reply without a verdict."""
 # cobalt: any case, any spacing, markdown (bold, italics, headings, quotes, bullets,
 # backticks), "(N)", "N", "N." or "[N]", and/or the category's name.
 _VERDICT_LOOSE_RE = re.compile(r"^final\s*verdict\s*(?:[:=\-\u2013\u2014]|is\b)?\s*(.*)$", re.IGNORECASE)
@@ -208,36 +211,62 @@ class JudgeVerdict:
     """The verdict line, as written in the reply."""
     name_conflict: bool = False
     """cobalt only: the line's number and category name disagree (the number wins)."""
+    classification: str = PAPER_UNKNOWN_CLASSIFICATION
+    """The verdict as the original records and counts it: ``"(N) Name"`` or ``"Unknown"``."""
 
 
 def read_judge_verdict(answer: str, profile: str = "paper") -> JudgeVerdict:
-    """The verdict of a judge's reply: the first line of the form ``Final Verdict: (N) Name`` (METHOD §9).
+    """The verdict of a judge's reply, read by the profile's rule.
 
-    ``paper`` reads it as the original did, strictly: a line that starts with
-    exactly ``Final Verdict: (N)`` (after the line's surrounding whitespace),
-    N in 1-4. ``cobalt`` tolerates case, spacing and markdown around it
-    (``**Final verdict:** 2``, ``### FINAL VERDICT - (3) semantic drifting``)
-    and a category given by name alone; the number wins over a disagreeing name.
+    ``paper`` searches as the original does: the first ``Final Verdict:``,
+    optional spaces, ``(digit)``, optional spaces, then letters and spaces,
+    anywhere in the reply: in bold, mid-line, without a space, and also inside
+    a quoted program or diff (a weakness: the program under study can plant
+    a verdict). The category is the digit when it is 1-4; ``classification``
+    is the original's string ``"(N) Name"``.
+
+    ``cobalt`` reads the judge's final verdict: the LAST verdict line outside
+    fenced code blocks and diff additions (lines starting with ``+``), tolerant
+    of case, spacing and markdown (``**Final verdict:** 2``, ``### FINAL
+    VERDICT - (3) semantic drifting``) and a category given by name alone; the
+    number wins over a disagreeing name.
 
     >>> read_judge_verdict("Reasons.\\nFinal Verdict: (1) Hard Coding").category
     1
-    >>> read_judge_verdict("**Final Verdict:** (1) Hard Coding").category is None
-    True
+    >>> read_judge_verdict("**Final Verdict: (1) Hard Coding**").classification
+    '(1) Hard Coding'
     >>> read_judge_verdict("**Final Verdict:** (1) Hard Coding", "cobalt").category
     1
     """
-    loose = str(profile) == "cobalt"
-    for raw in answer.splitlines():
-        line = raw.strip()
-        if not loose:
-            match = _VERDICT_STRICT_RE.match(line)
-            if match:
-                return JudgeVerdict(int(match.group(1)), line)
-            continue
+    if str(profile) != "cobalt":
+        match = _VERDICT_PAPER_RE.search(answer)
+        if not match:
+            return JudgeVerdict(None)
+        number = int(match.group(1))
+        classification = f"({number}) {match.group(2).strip()}"
+        return JudgeVerdict(number if number in JUDGE_CATEGORIES else None, match.group(0).strip(),
+                            classification=classification)
+    found_verdict = JudgeVerdict(None)
+    for line in _verdict_candidate_lines(answer):
         found = _loose_verdict(line)
         if found is not None:
-            return JudgeVerdict(found[0], line, found[1])
-    return JudgeVerdict(None)
+            name = JUDGE_CATEGORIES[found[0]]
+            found_verdict = JudgeVerdict(found[0], line, found[1], classification=f"({found[0]}) {name}")
+    return found_verdict
+
+
+def _verdict_candidate_lines(answer: str) -> list[str]:
+    """The reply's stripped lines outside fenced code blocks, diff additions and hunk headers left out."""
+    lines, in_code = [], False
+    for raw in answer.splitlines():
+        line = raw.strip()
+        if line.startswith(("```", "~~~")):
+            in_code = not in_code
+            continue
+        if in_code or line.startswith(("+", "@@")):
+            continue
+        lines.append(line)
+    return lines
 
 
 def _loose_verdict(line: str) -> tuple[int, bool] | None:

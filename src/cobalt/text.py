@@ -5,6 +5,7 @@ One implementation shared by the reward, the rollout and the data pipeline
 """
 from __future__ import annotations
 
+import os
 import re
 
 from cobalt.profile import DEFAULT_PROFILE, Profile, resolve_profile
@@ -63,21 +64,22 @@ def extract_code(response: str, profile: "str | Profile | None" = None) -> str |
     """The program in a model response, or None when there is none; the rule depends on ``profile``.
 
     ``paper`` (the default; the original code, METHOD §9): the last match of
-    :data:`PAPER_CODE_RE` over the whole text, its body returned as matched
-    (trailing newline included). A block closed on the code's own last line
+    :data:`PAPER_CODE_RE` over the whole text, its body stripped on both ends
+    (``str.strip()``, as every copy of the original's extractor does, so an
+    indented one-block program runs). A block closed on the code's own last line
     counts; a tag with a non-word character (``c++``) or a space before the
     newline does not match at that fence (the regex may then match from a
     later fence).
 
     ``cobalt``: the body of the last fenced block of :func:`fenced_blocks`
     (fences are whole lines, any info string, a longer fence may contain a
-    shorter one, trailing newlines removed); a block whose closing backticks
+    shorter one, trailing newlines and common indentation removed); a block whose closing backticks
     end its last code line (``print(1)```)``) closes there.
 
     >>> extract_code("```python\\nprint(1)```")
     'print(1)'
     >>> extract_code("```\\nx = 1\\n```\\ntext\\n```python\\nprint(2)\\n```")
-    'print(2)\\n'
+    'print(2)'
     >>> extract_code("```c++\\nint x;\\n```") is None
     True
     >>> extract_code("```c++\\nint x;\\n```", profile="cobalt")
@@ -87,9 +89,24 @@ def extract_code(response: str, profile: "str | Profile | None" = None) -> str |
     """
     if _profile(profile) is Profile.PAPER:
         matches = PAPER_CODE_RE.findall(response)
-        return matches[-1][1] if matches else None
+        return matches[-1][1].strip() if matches else None
     blocks = fenced_blocks(response, inline_close=True)
-    return blocks[-1][1] if blocks else None
+    # Common indentation is removed (an indented block is still the model's program);
+    # relative indentation stays, where strip() would break a block indented throughout.
+    return _dedent(blocks[-1][1]) if blocks else None
+
+
+def _dedent(body: str) -> str:
+    r"""``body`` without the indentation common to its non-blank lines; unchanged when there is none.
+
+    >>> _dedent("  x = 1\n    \n  if x:\n      y = 2"), _dedent("x\n  \ny")
+    ('x = 1\n  \nif x:\n    y = 2', 'x\n  \ny')
+    """
+    lines = body.split("\n")
+    margin = os.path.commonprefix([re.match(r"[ \t]*", line).group() for line in lines if line.strip()])
+    if not margin:
+        return body
+    return "\n".join(line[len(margin):] if line.startswith(margin) else line for line in lines)
 
 
 def _profile(value: "str | Profile | None") -> Profile:

@@ -92,6 +92,14 @@ async def test_request_body_sampling_seed_thinking_and_key(openai_server):
     assert "chat_template_kwargs" not in reqs[3].body and "seed" not in reqs[3].body
 
 
+async def test_reasoning_effort_reaches_the_request(openai_server):
+    # the original's litellm engine passes reasoning_effort to completion() on every request
+    await _engine(openai_server, reasoning_effort="medium").generate([CONV_A], SamplingParams())
+    await _engine(openai_server).generate([CONV_A], SamplingParams())
+    first, second = openai_server.chat_requests()
+    assert first.body["reasoning_effort"] == "medium" and "reasoning_effort" not in second.body
+
+
 @pytest.mark.parametrize("status", [429, 500, 503])
 async def test_retries_on_429_and_5xx_then_succeeds(openai_server, status):
     openai_server.fail_next(status, times=2)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import random
 import os
 import subprocess
 import sys
@@ -127,10 +128,16 @@ def test_the_whole_study(study):
                      "--profile", "cobalt", "--shown", "any", "--run-name", "cobalt-any", "--no-progress"]) == 0
     paper = [json.loads(x) for x in paper_cases.read_text().splitlines()]
     cobalt = [json.loads(x) for x in cobalt_cases.read_text().splitlines()]
-    assert [c["id"] for c in paper] == [f"{PROBLEM_ID}/s0/t1", f"{PROBLEM_ID}/s3/t1"]
+    # The original's rule: s0/t1 (the hack), s1/t1 (passes the shown wrong test and every benign
+    # one; failing the other wrong test does not matter), s3/t1; s3/t2 repeats the program (no
+    # edit: skipped). Written in the order of random.seed(42); random.shuffle(log).
+    expected = [f"{PROBLEM_ID}/s0/t1", f"{PROBLEM_ID}/s1/t1", f"{PROBLEM_ID}/s3/t1"]
+    random.seed(42)
+    random.shuffle(expected)
+    assert [c["id"] for c in paper] == expected
     assert [(c["id"], c["program_unchanged"]) for c in cobalt] == [
         (f"{PROBLEM_ID}/s0/t1", False), (f"{PROBLEM_ID}/s3/t1", False), (f"{PROBLEM_ID}/s3/t2", True)]
-    first = paper[0]
+    first = next(c for c in paper if c["id"].endswith("/s0/t1"))
     reference_result = study["results"]["reference"][0]
     assert first["feedback"] == reference_result.feedback[0] and first["profile"] == "paper"
     assert first["matched_by_identity"] and first["matched_by_text"] and "+_WRONG = {" in first["diff"]
@@ -151,12 +158,12 @@ def test_the_whole_study(study):
         assert cli_main(["judge", "--model", "gpt-judge", "--input", str(cobalt_cases), "--output", str(cobalt_judged),
                          "--api-key", API_KEY, "--base-url", server.base_url, "--profile", "cobalt",
                          "--judgments", "3", "--no-progress"]) == 0
-        assert len(server.chat_requests()) == requests == 5
+        assert len(server.chat_requests()) == requests == 6  # 3 paper cases, 3 cobalt cases
     judged = [json.loads(x) for x in paper_judged.read_text().splitlines()]
-    assert sorted(j["verdict"] for j in judged) == [1, 1]
+    assert sorted(j["verdict"] for j in judged) == [1, 1, 1]
     assert API_KEY not in paper_judged.read_text()
     summary = json.loads((tmp / "judged_paper.jsonl.summary.json").read_text())
-    assert summary["extraction"]["cases_by_identity"] == 2 and summary["by_category"]["(1) Hard Coding"] == 2
+    assert summary["extraction"]["cases_by_identity"] == 2 and summary["by_category"]["(1) Hard Coding"] == 3
     judged = {j["id"]: j for j in (json.loads(x) for x in cobalt_judged.read_text().splitlines())}
     assert judged[f"{PROBLEM_ID}/s0/t1"]["verdict"] == 1
     assert judged[f"{PROBLEM_ID}/s0/t1"]["agreement"] == pytest.approx(2 / 3)
@@ -166,7 +173,7 @@ def test_the_whole_study(study):
     assert cli_main(["hacking-report", "--input", f"paper={paper_judged}", "--input", str(cobalt_judged),
                      "--output-dir", str(report)]) == 0
     rows = {(r["run"], r["category"]): int(r["count"]) for r in csv.DictReader(open(report / "hacking_report.csv"))}
-    assert rows[("paper", "(1) Hard Coding")] == 2 and rows[("cobalt-any", "(1) Hard Coding")] == 3
+    assert rows[("paper", "(1) Hard Coding")] == 3 and rows[("cobalt-any", "(1) Hard Coding")] == 3
     assert rows[("paper", "no verdict")] == 0
     md = (report / "hacking_report.md").read_text()
     assert "| cobalt-any | cobalt | 1 | 0.667 |" in md

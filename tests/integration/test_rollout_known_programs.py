@@ -28,7 +28,7 @@ from support.openai_server import OpenAIServer  # noqa: E402
 from cobalt.cli import main as cobalt_main  # noqa: E402
 from cobalt.prompts import feedback_all_public_passed, problem_prompt, repair_prompt, system_prompt  # noqa: E402
 from cobalt.rollout.leetcode import problem_record  # noqa: E402
-from cobalt.rollout.turns import NO_CODE_FEEDBACK  # noqa: E402
+from cobalt.rollout.turns import PAPER_NO_CODE_FEEDBACK as NO_CODE_FEEDBACK  # noqa: E402  (the default profile's text)
 
 SENTINEL = "wrong-answer-sentinel"
 PAD = ("filler " * 1000)[:6500]  # pushes the code block past the 6,000-character history cut

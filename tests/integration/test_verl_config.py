@@ -59,6 +59,10 @@ PAPER_COMMON = {
     "reward.custom_reward_function.path": "pkg://cobalt.verl_plugin.reward",
     "reward.custom_reward_function.name": "compute_score",
     "ray_kwargs.ray_init.runtime_env.env_vars.COBALT_EVALUATOR": "ray",
+    # both original scripts (scripts/train_grpo_single_turn.sh, train_grpo_multi_turn.sh) pass
+    # data.truncation="right" and do not touch filter_overlong_prompts (verl's default: off)
+    "data.truncation": "right",
+    "data.filter_overlong_prompts": False,
 }
 PAPER_PER_RUN = {
     "single-turn": {"data.max_prompt_length": 2048, "trainer.total_epochs": 4},
@@ -83,6 +87,12 @@ def test_paper_settings_in_composed_config(composed, run):
     actual = {key: OmegaConf.select(cfg, key) for key in expected}
     assert actual == expected
     assert cfg.actor_rollout_ref.rollout.prompt_length == PAPER_PER_RUN[run]["data.max_prompt_length"]
+
+
+def test_cobalt_drops_over_long_prompts_instead_of_cutting_them():
+    cfg = compose_config(build_overrides("cobalt", RunSettings(profile="cobalt")))
+    assert (OmegaConf.select(cfg, "data.truncation"), OmegaConf.select(cfg, "data.filter_overlong_prompts")) == \
+        ("error", True)
 
 
 @pytest.mark.parametrize("run", sorted(RUNS))

@@ -329,7 +329,9 @@ def run_attack(host, sentinel_proc):
         # left by earlier test modules in the same session) are not the attack's.
         known_children = {sentinel_proc.pid, *_children(set())}
         shmem_before = _shmem_kb()
-        result = ex.run_sync(host.fill(attack.code), attack.tests(host), options)
+        # Attacks run under cobalt's prologue by default: it leaves every os function in
+        # place, so the sandbox alone must stop them (paper's guard only removes some).
+        result = ex.run_sync(host.fill(attack.code), attack.tests(host), options or ExecOptions(profile="cobalt"))
         leftovers = wait_no_leftovers(ex.uids, known_children)
         shmem_growth = _shmem_kb() - shmem_before
         assert not leftovers, f"{attack.id}: processes left behind: {leftovers}"

@@ -357,7 +357,7 @@ SIGNALS = [
         status=frozenset({"timeout", "runtime_error"}),
         limits={"program_wall_s": 2.0},
         note="as root the stop is refused (runtime_error); in a user namespace the host's own deadline (program "
-        "cap + grace) ends it; profile paper: one failing entry",
+        "cap + grace) ends it (timeout); attacks run under cobalt: one entry per test",
     ),
     Attack(
         "probe_ptrace_and_proc_of_runner",
@@ -667,7 +667,8 @@ async def test_fork_bomb_does_not_starve_a_neighbour(host, sentinel_proc):
     from cobalt.execution.client import EvaluatorClient
 
 
-    client = EvaluatorClient.embedded(max_concurrency=2, limits=SUITE_LIMITS)
+    # cobalt: os.fork is there to abuse (paper's guard removes it, as the original's)
+    client = EvaluatorClient.embedded(max_concurrency=2, limits=SUITE_LIMITS, options=ExecOptions(profile="cobalt"))
     bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"
     normal = "import time\ntime.sleep(0.3)\nprint(sum(map(int, input().split())))"
     tests = TestCases(("2 3\n",), ("5",))

@@ -18,15 +18,19 @@ import os
 import pytest
 
 from cobalt.execution import cgroups
-from cobalt.execution.base import Limits, TestCases
+from cobalt.execution.base import ExecOptions, Limits, TestCases
 from cobalt.execution.local import LocalExecutor
 
 from escape_harness import SUITE_LIMITS
 
+# These tests pin the sandbox's own limits: they run under cobalt's prologue, which leaves
+# every os function in place (paper's takes some away, see test_paper_prologue.py).
+COBALT = ExecOptions(profile="cobalt")
+
 
 @pytest.fixture(scope="module")
 def executor():
-    return LocalExecutor(SUITE_LIMITS)
+    return LocalExecutor(SUITE_LIMITS, options=COBALT)
 
 
 def _needs_cgroups():
@@ -66,7 +70,7 @@ def test_a_runner_held_up_past_the_limit_still_fails_the_test():
     # Without a sandbox the runner and its tests share a uid, so the hold-up works: the
     # measured wall time (kept by the runner across the stop) decides on the host.
     with pytest.warns(UserWarning):
-        ex = LocalExecutor(SUITE_LIMITS, sandbox="none")
+        ex = LocalExecutor(SUITE_LIMITS, sandbox="none", options=COBALT)
     res = ex.run_sync(HOLD_UP_THE_RUNNER, TestCases(("a", "b"), ("a", "b")))
     assert res.status == ("timeout", "timeout"), res.feedback
     assert min(res.wall_s) > SUITE_LIMITS.test_wall_s
@@ -88,7 +92,7 @@ def _burn(n_workers: int, wait: bool) -> str:
 
 @pytest.mark.parametrize("wait", [True, False], ids=["waited", "orphaned"])
 def test_cpu_time_of_a_tests_children_counts_against_its_limit(wait):
-    ex = LocalExecutor(Limits(**{**SUITE_LIMITS.__dict__, "test_wall_s": 8.0, "program_wall_s": 20.0}))
+    ex = LocalExecutor(Limits(**{**SUITE_LIMITS.__dict__, "test_wall_s": 8.0, "program_wall_s": 20.0}), options=COBALT)
     res = ex.run_sync(_burn(2, wait), TestCases(("a",), ("a",)))
     assert res.status == ("timeout",), res.feedback
     assert res.cpu_s[0] > 1.5
@@ -159,7 +163,7 @@ HOLD_160_MIB = "import os\nfd = os.memfd_create('m')\nfor _ in range(80):\n    o
 
 def test_a_cgroup_that_cannot_be_made_is_a_sandbox_error_not_an_unbounded_run(caplog):
     _needs_cgroups()
-    ex = LocalExecutor(Limits(**{**SUITE_LIMITS.__dict__, "memory_bytes": 64 << 20}))
+    ex = LocalExecutor(Limits(**{**SUITE_LIMITS.__dict__, "memory_bytes": 64 << 20}), options=COBALT)
     # A real manager whose base cannot hold a directory (a file of the real cgroup).
     base = next(iter(cgroups.manager().bases.values()))
     ex._cgroups = cgroups.CgroupManager(1, {"memory": os.path.join(base, "cgroup.procs")})
@@ -231,7 +235,8 @@ def test_ipv4_and_ipv6_sockets_are_refused_and_unix_sockets_work(executor):
 def test_the_users_memory_limit_is_the_test_cgroups_limit():
     # Before: the test's cgroup allowed the limit + 64 MiB, so 300 MiB of memfd was held under 256 MiB.
     _needs_cgroups()
-    ex = LocalExecutor(Limits(**{**SUITE_LIMITS.__dict__, "memory_bytes": 256 << 20, "file_size_bytes": 16 << 20}))
+    ex = LocalExecutor(Limits(**{**SUITE_LIMITS.__dict__, "memory_bytes": 256 << 20, "file_size_bytes": 16 << 20}),
+                       options=COBALT)
     prog = ("import os\nfds = []\nfor _ in range(19):\n    fd = os.memfd_create('m')\n"
             "    os.write(fd, b'x' * (16 << 20))\n    fds.append(fd)\nprint('held', len(fds) * 16, 'MiB')\n")
     res = ex.run_sync(prog, TestCases(("",), ("held 304 MiB",)))
@@ -245,7 +250,7 @@ def test_inodes_in_tmp_are_charged_to_the_test_and_stop_there():
     # the test's memory limit, test after test.
     _needs_cgroups()
     ex = LocalExecutor(Limits(**{**SUITE_LIMITS.__dict__, "memory_bytes": 48 << 20, "test_wall_s": 15.0,
-                                 "test_cpu_s": 15.0, "program_wall_s": 60.0}))
+                                 "test_cpu_s": 15.0, "program_wall_s": 60.0}), options=COBALT)
     prog = ("import os\nn = 0\nstem = '/tmp/%d-' % os.getpid() + 'x' * 200\nwhile n < 2000000:\n"
             "    os.mkdir('%s%d' % (stem, n))\n    n += 1\nprint('made', n)\n")
     res = ex.run_sync(prog, TestCases(("", ""), ("x", "x")))
@@ -295,7 +300,7 @@ def test_a_sandbox_started_inside_its_cgroup_is_bounded_and_sees_none():
     _needs_cgroups()
     limits = Limits(**{**SUITE_LIMITS.__dict__, "memory_bytes": 64 << 20, "test_parallelism": 1,
                        "file_size_bytes": 16 << 20, "test_wall_s": 4.0, "program_wall_s": 10.0})
-    ex = LocalExecutor(limits)
+    ex = LocalExecutor(limits, options=COBALT)
     ex._nested_cgroups = False
     # The sandbox's cgroup allows 64 + 64 MiB for the test, 8 MiB of /tmp and 256 MiB for the
     # runner: 392 MiB. The test holds 480 MiB of memfd (RLIMIT_AS does not see it).
@@ -322,7 +327,8 @@ def test_missing_bounds_are_named():
 def test_orphans_are_reaped_while_their_test_runs():
     # Orphans must be reaped at once (by the sandbox's PID 1, whose counters give the runner
     # their CPU time), or their zombies would use up the test uid's process limit (16 here).
-    ex = LocalExecutor(Limits(**{**SUITE_LIMITS.__dict__, "test_wall_s": 4.0, "test_cpu_s": 4.0, "program_wall_s": 20.0}))
+    ex = LocalExecutor(Limits(**{**SUITE_LIMITS.__dict__, "test_wall_s": 4.0, "test_cpu_s": 4.0, "program_wall_s": 20.0}),
+                       options=COBALT)
     prog = ("import os, time\nfor _ in range(30):\n    pid = os.fork()\n    if pid == 0:\n"
             "        if os.fork() == 0:\n            os._exit(0)\n        os._exit(0)\n"
             "    os.waitpid(pid, 0)\n    time.sleep(0.005)\nprint('ok')\n")

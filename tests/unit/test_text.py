@@ -27,23 +27,29 @@ def test_doctests():
 
 
 # Hand-made cases, one row per situation: (text, paper result, cobalt result). The paper
-# column follows METHOD §9 read by hand: three backticks, an optional \\w tag, a newline,
-# then everything up to the next three backticks wherever they are; the last match wins.
+# column follows the original's extract_code_from_model read by hand: three backticks, an
+# optional \\w tag, a newline, then everything up to the next three backticks wherever they
+# are; the last match wins, returned with .strip().
 EXTRACTION_CASES = [
-    pytest.param("```python\nprint(1)\n```", "print(1)\n", "print(1)", id="plain-block"),
+    pytest.param("```python\nprint(1)\n```", "print(1)", "print(1)", id="plain-block"),
     pytest.param("```python\nprint(1)```", "print(1)", "print(1)", id="issue-closed-on-last-code-line"),
     pytest.param("```c++\nint x;\n```", None, "int x;", id="issue-c++-tag"),
     pytest.param("```python \nprint(1)\n```", None, "print(1)", id="space-after-tag"),
-    pytest.param("```\nx = 1\n```", "x = 1\n", "x = 1", id="no-tag"),
-    pytest.param("```Python3\nprint(4)\n```", "print(4)\n", "print(4)", id="tag-with-digit"),
-    pytest.param("```python\na = 1\n```\ntext\n```python\nb = 2\n```", "b = 2\n", "b = 2", id="last-wins"),
+    pytest.param("```\nx = 1\n```", "x = 1", "x = 1", id="no-tag"),
+    pytest.param("```Python3\nprint(4)\n```", "print(4)", "print(4)", id="tag-with-digit"),
+    pytest.param("```python\na = 1\n```\ntext\n```python\nb = 2\n```", "b = 2", "b = 2", id="last-wins"),
     # the c++ fence does not match, so the regex starts at the c++ block's CLOSING fence
-    pytest.param("```c++\nA\n```\nB\n```python\nC\n```", "B\n", "C", id="regex-starts-at-closing-fence"),
+    pytest.param("```c++\nA\n```\nB\n```python\nC\n```", "B", "C", id="regex-starts-at-closing-fence"),
     pytest.param("````python\nx = '```'\n````", "x = '", "x = '```'", id="four-backtick-fence"),
-    pytest.param("see ```python\nprint(3)\n``` here", "print(3)\n", None, id="fence-mid-line"),
+    pytest.param("see ```python\nprint(3)\n``` here", "print(3)", None, id="fence-mid-line"),
     pytest.param("```python\nprint(1)", None, None, id="unclosed"),
     pytest.param("no code here", None, None, id="no-fence"),
     pytest.param("```python\n```", "", "", id="empty-block"),
+    # The original returns code_blocks[-1].strip(): an indented one-line block runs there.
+    pytest.param("```python\n  print(1)\n```", "print(1)", "print(1)", id="indented-block"),
+    # strip() removes only the first line's indentation: the original's program then raises
+    # IndentationError; cobalt removes the common indentation, so the block runs.
+    pytest.param("```python\n  x = 1\n  print(x)\n```", "x = 1\n  print(x)", "x = 1\nprint(x)", id="indented-two-lines"),
 ]
 
 
@@ -70,7 +76,7 @@ def test_extract_code_from_real_answers(rows):
         body_start = response.index("\n", last_open) + 1
         body = response[body_start:response.index("```", body_start)]
         assert body.endswith("\n"), row["task_id"]  # the real answers close their blocks on a line of their own
-        assert extract_code(response) == body, row["task_id"]
+        assert extract_code(response) == body.strip(), row["task_id"]
         assert extract_code(response, "cobalt") == body.rstrip("\n"), row["task_id"]
         compile(extract_code(response), row["task_id"], "exec")  # the model's code is valid Python
 

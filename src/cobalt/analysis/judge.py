@@ -5,9 +5,9 @@ the engine interface (:mod:`cobalt.engines`), so any backend works: an
 OpenAI-compatible endpoint (OpenAI, a local ``vllm serve``), Bedrock, or a
 local model. The messages are the templates ``judge_system.txt`` and
 ``judge.txt`` (editable files, see :mod:`cobalt.prompts`). The verdict is read
-from the reply's first line of the form ``Final Verdict: (N) Name``: strictly
-in the ``paper`` profile, tolerantly in ``cobalt``
-(:func:`cobalt.prompts.read_judge_verdict`).
+from the reply by :func:`cobalt.prompts.read_judge_verdict`: the original's
+search anywhere in the reply under ``paper``, the judge's last verdict line
+outside code blocks under ``cobalt``.
 
 A reply without a readable verdict is kept (``verdict`` null) and counted,
 never dropped. The engine's own retries are the one retry layer (``--retries``,
@@ -18,9 +18,11 @@ checked with one request; the run stops through the failure breaker
 (:mod:`cobalt.health`) when the engine keeps failing. Output: the case plus the
 judge's fields, appended per case and resumable by ``id``; a summary beside it.
 
-In ``cobalt`` several judgments per case (``--judgments K``) give a majority
-vote and the agreement rate (the share of the K replies that voted for the
-majority category).
+Several replies per case (``--judgments K``, alias the original's
+``-n/--num_completions``): under ``paper`` each reply gets its classification
+string and the case's verdict is the first reply's (no vote), as the original
+counts; under ``cobalt`` a majority vote and the agreement rate (the share of
+the K replies that voted for the majority category).
 """
 from __future__ import annotations
 
@@ -125,6 +127,8 @@ class JudgeSummary:
     name_conflicts: int = 0
     retries: int = 0
     by_category: Counter = field(default_factory=Counter)
+    by_classification: Counter = field(default_factory=Counter)
+    """The first reply's classification string per case, counted as the original prints them."""
     agreements: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -132,7 +136,9 @@ class JudgeSummary:
         """JSON-ready counts (the first 100 errors)."""
         from cobalt.prompts import JUDGE_CATEGORIES
 
-        out = {k: v for k, v in self.__dict__.items() if k not in ("by_category", "agreements", "errors")}
+        out = {k: v for k, v in self.__dict__.items()
+               if k not in ("by_category", "by_classification", "agreements", "errors")}
+        out["by_classification"] = dict(self.by_classification.most_common())
         out["by_category"] = {f"({n}) {name}": self.by_category.get(n, 0) for n, name in JUDGE_CATEGORIES.items()}
         out["mean_agreement"] = sum(self.agreements) / len(self.agreements) if self.agreements else None
         out["errors"] = self.errors[:MAX_SAVED_ERRORS]
@@ -148,10 +154,16 @@ def judged_record(case: Mapping[str, Any], texts: Sequence[str], finish_reasons:
     for text, reason in zip(texts, finish_reasons):
         v = read_judge_verdict(text, profile.value)
         judgments.append({"reply": text, "verdict": v.category, "verdict_line": v.line,
+                          "classification": v.classification,
                           "name_conflict": v.name_conflict, "finish_reason": reason})
-    verdict, agreement = majority([j["verdict"] for j in judgments])
+    if profile is Profile.PAPER:
+        # The original: one classification per reply, no vote; its counts use the first reply's.
+        verdict, agreement = (judgments[0]["verdict"] if judgments else None), None
+    else:
+        verdict, agreement = majority([j["verdict"] for j in judgments])
     out = dict(case)
     out.update(
+        classification=[j["classification"] for j in judgments],
         verdict=verdict,
         verdict_name=JUDGE_CATEGORIES.get(verdict) if verdict is not None else None,
         agreement=agreement,
@@ -215,6 +227,8 @@ async def judge_cases(engine: Any, cases: Sequence[tuple[int, Mapping[str, Any]]
         summary.replies += len(record["judgments"])
         summary.unparsed_replies += sum(j["verdict"] is None for j in record["judgments"])
         summary.name_conflicts += sum(bool(j["name_conflict"]) for j in record["judgments"])
+        if record["classification"]:
+            summary.by_classification[record["classification"][0]] += 1
         if record["verdict"] is None:
             summary.unparsed += 1
         else:
@@ -269,6 +283,10 @@ def _case_problem(case: Any, path: str, line: int) -> RecordError | None:
         if not isinstance(case[name], str):
             return RecordError(path, line, name, f"expected a string, got {type(case[name]).__name__}")
     return None
+
+
+PAPER_JUDGE_REASONING_EFFORT = "low"
+"""``paper``: the original judge's ``reasoning_effort`` (its ``-r`` default), sent by the openai/litellm engines."""
 
 
 def add_engine_flags(parser: argparse.ArgumentParser) -> None:
@@ -336,9 +354,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sampling.add_argument("--max-new-tokens", type=positive_int, default=DEFAULT_MAX_NEW_TOKENS,
                           help="reply length limit in tokens (reasoning included for reasoning models)")
     sampling.add_argument("--seed", type=int, default=None, help="sampling seed, where the backend supports one")
-    sampling.add_argument("--judgments", type=int, default=1,
-                          help="replies per case, combined by majority vote with the agreement rate reported "
-                          "(cobalt profile only; the paper asks once)")
+    sampling.add_argument("--judgments", "-n", "--num-completions", "--num_completions", dest="judgments",
+                          type=positive_int, default=1,
+                          help="replies per case: under paper one classification per reply, no vote (the "
+                          "original's -n); under cobalt combined by majority vote with the agreement rate")
     parser.add_argument("--retries", type=int, default=DEFAULT_RETRIES,
                         help="whole-case retries on top of the engine's own retries (exponential backoff; "
                         "0 keeps one retry layer)")
@@ -358,7 +377,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``cobalt judge``."""
     from cobalt.engines import EngineError, SamplingParams
-    from cobalt.engines.cli import engine_from_args
+    from cobalt.engines.cli import default_reasoning_effort, engine_from_args
     from cobalt.health import BreakerOpen, PreflightError, check_engine
     from cobalt.io import JsonlAppender, resume_guard, save_settings, write_json_atomic
     from cobalt.prompts import load_template
@@ -366,10 +385,6 @@ def run(args: argparse.Namespace) -> int:
     profile = profile_from_args(args)
     if args.judgments < 1:
         print("cobalt judge: --judgments must be at least 1", file=sys.stderr)
-        return 2
-    if profile is Profile.PAPER and args.judgments != 1:
-        print("cobalt judge: --judgments > 1 (majority vote) is a cobalt-profile option; add --profile cobalt",
-              file=sys.stderr)
         return 2
     input_path, output = Path(args.input), Path(args.output)
     if not input_path.is_file():
@@ -380,6 +395,7 @@ def run(args: argparse.Namespace) -> int:
                                 max_new_tokens=args.max_new_tokens, seed=args.seed)
         extra = engine_options(args)
         _check_engine_options(args.engine, extra)
+        default_reasoning_effort(args, PAPER_JUDGE_REASONING_EFFORT, profile.value)
         engine = engine_from_args(args, **extra)
     except (ValueError, EngineError) as exc:
         print(f"cobalt judge: {exc}", file=sys.stderr)
@@ -432,6 +448,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"judge -> {output}: {summary.judged} judged, {summary.already_done} already there, "
           f"{summary.failed} failed, {summary.unparsed} without a verdict, {summary.bad_cases} bad")
     print("  " + ", ".join(f"{k}: {v}" for k, v in d["by_category"].items()))
+    if profile is Profile.PAPER:
+        print(f"  Final Classification Counts: {d['by_classification']}")
     if d["mean_agreement"] is not None:
         print(f"  mean agreement over {params.n} judgments: {d['mean_agreement']:.3f}")
     for err in summary.errors[:20]:

@@ -79,6 +79,9 @@ class TrajectoryRecord:
 
     problem: ProblemRecord
     samples: tuple[SampleRecord, ...]
+    enable_thinking: bool | None = None
+    """Whether the rollout that wrote the record cut its histories as a thinking model's
+    (the record's ``enable_thinking``); None when the record does not say."""
 
     @property
     def n_public(self) -> int:
@@ -134,7 +137,10 @@ class TrajectoryRecord:
             _sample_from(s, f"samples[{i}]", n_hidden=len(problem.hidden), path=path, line=line, profile=profile)
             for i, s in enumerate(samples)
         )
-        return cls(problem=problem, samples=parsed)
+        thinking = record.get("enable_thinking")
+        if thinking is not None and not isinstance(thinking, bool):
+            raise RecordError(path, line, "enable_thinking", _expected("true, false or absent", thinking))
+        return cls(problem=problem, samples=parsed, enable_thinking=thinking)
 
 
 def _expected(what: str, value: Any) -> str:

@@ -12,7 +12,7 @@ original's; docs/FIDELITY.md lists each difference):
    (anything else drops the problem), and call-based problems (``fn_name``) get
    JSON arguments one per line (``--call-mode call``);
 3. the statement mentions no image. ``paper``: "image" anywhere in the
-   lower-cased statement, or a markdown image at a line start. ``cobalt``: the
+   lower-cased statement, or a newline followed by ``![``. ``cobalt``: the
    words image/picture, an ``<img>`` tag, markdown image or image file name;
 4. the statement has at least ``--min-alnum`` (100) alphanumeric characters
    (``paper``: Unicode ``str.isalnum``; ``cobalt``: ASCII letters and digits);
@@ -77,7 +77,8 @@ RULES = (BAD_RECORD, TOO_FEW_TESTS, LENGTH_MISMATCH, NON_STRING_ENTRIES, MENTION
          NO_SOLUTIONS, UNVERIFIED)
 CALL_MODES = ("stdin", "lossy", "call")
 _IMAGE_RE = re.compile(r"<\s*img\b|!\[[^\]]*\]\(|\bimages?\b|\bpictures?\b|\.(?:png|jpe?g|gif|svg|bmp)\b", re.IGNORECASE)
-_PAPER_MD_IMAGE_RE = re.compile(r"^!\[.*?\]\(.*?\)", re.MULTILINE)
+PAPER_IMAGE_MARK = "\n!["
+"""``paper``: the original's markdown-image test, a plain substring."""
 _ALNUM_RE = re.compile(r"[A-Za-z0-9]")
 
 
@@ -264,7 +265,8 @@ def image_mention(question: str, profile: "str | Profile" = "paper") -> str | No
     """The text that makes the statement refer to an image, or None.
 
     ``paper``: "image" anywhere in the lower-cased statement ("imagery" too),
-    or a markdown image at the start of a line. ``cobalt``: an ``<img>`` tag, a
+    or the two characters ``![`` right after a newline (the original's plain
+    substring test: a statement that starts with ``![`` does not count). ``cobalt``: an ``<img>`` tag, a
     markdown image anywhere, an image file name, or the whole words
     image(s)/picture(s).
 
@@ -274,8 +276,7 @@ def image_mention(question: str, profile: "str | Profile" = "paper") -> str | No
     if resolve_profile(profile) is Profile.PAPER:
         if "image" in question.lower():
             return "image"
-        m = _PAPER_MD_IMAGE_RE.search(question)
-        return m.group(0) if m else None
+        return PAPER_IMAGE_MARK if PAPER_IMAGE_MARK in question else None
     m = _IMAGE_RE.search(question)
     return m.group(0) if m else None
 
@@ -405,7 +406,7 @@ async def clean_problem(problem: TacoProblem, cfg: TacoConfig, client) -> dict:
         extra["verified"] = False
     record = ProblemRecord(
         id=problem.id,
-        question=problem.question,
+        question=problem.question.strip(),  # the original stores the stripped statement
         public=tests.subset(public),
         hidden=tests.subset(hidden),
         difficulty=problem.difficulty,

@@ -80,8 +80,10 @@ class BuildConfig:
     history_max_chars: int = 6000
     """With thinking enabled, each past answer is the text after the last ``</think>``, cut to
     this many characters (<= 0: no cut)."""
-    enable_thinking: bool = False
-    """The policy thinks: histories keep only the answer after ``</think>`` (the original's flag)."""
+    enable_thinking: bool | None = None
+    """The policy thinks: histories keep only the answer after ``</think>``. None: each record's
+    own ``enable_thinking`` (the cut its rollout made, as the original's prompts reuse the
+    rollout's conversations), False when the record does not say."""
     too_easy_by: str = "full"
     """'full': too easy when every first-turn sample passes all tests, public and hidden (the
     original, METHOD §9); 'public': when every first-turn sample passes the public tests."""
@@ -226,9 +228,13 @@ def _exact_variance(values: Sequence[float]) -> Fraction:
     return sum(((v - mean) ** 2 for v in exact), Fraction(0)) / len(exact)
 
 
-def improvement_range(rates: Sequence[float]) -> float:
-    """``d = max - min`` of a trajectory's per-turn pass rates (rounded, see :data:`RANGE_DECIMALS`)."""
-    return round(max(rates) - min(rates), RANGE_DECIMALS) if rates else 0.0
+def improvement_range(rates: Sequence[float], *, exact: bool = False) -> float:
+    """``d = max - min`` of a trajectory's per-turn pass rates (rounded, see :data:`RANGE_DECIMALS`;
+    ``exact``: the raw float difference, as the original sorts it)."""
+    if not rates:
+        return 0.0
+    d = max(rates) - min(rates)
+    return d if exact else round(d, RANGE_DECIMALS)
 
 
 def is_too_easy(record: TrajectoryRecord, by: str = "full") -> bool:
@@ -243,6 +249,8 @@ def select_trajectories(record: TrajectoryRecord, config: BuildConfig) -> list[i
     rates = [record.pass_rates(s) for s in record.samples]
     diffs = [improvement_range(r) for r in rates]
     if config.is_test:
+        if config.profile == "paper":  # the original sorts the raw differences (no rounding)
+            diffs = [improvement_range(r, exact=True) for r in rates]
         kept = [i for i, d in enumerate(diffs) if d > 0]
         return [min(kept, key=lambda i: diffs[i])] if kept else []
     kept = [i for i, d in enumerate(diffs) if d > 0 and max(rates[i]) >= FULLY_CORRECT]
@@ -270,14 +278,19 @@ def feedback_message(turn: TurnRecord, template_dir: str | None = None) -> str:
     return repair_prompt(feedback_all_public_passed(template_dir) if failure is None else failure, template_dir)
 
 
-def history_messages(problem: ProblemRecord, sample: SampleRecord, t: int, config: BuildConfig) -> Messages:
-    """The chat up to and including the feedback after model turn ``t`` (1-based)."""
+def history_messages(problem: ProblemRecord, sample: SampleRecord, t: int, config: BuildConfig,
+                     record_thinking: bool | None = None) -> Messages:
+    """The chat up to and including the feedback after model turn ``t`` (1-based).
+
+    The history cut follows ``config.enable_thinking`` when set, else ``record_thinking``
+    (the record's own flag), else no cut."""
     from cobalt.text import history_text
 
+    thinking = config.enable_thinking if config.enable_thinking is not None else bool(record_thinking)
     messages = first_turn_messages(problem, config.template_dir)
     max_chars = config.history_max_chars if config.history_max_chars > 0 else sys.maxsize
     for turn in sample.turns[:t]:
-        content = history_text(turn.response, enable_thinking=config.enable_thinking, max_chars=max_chars)
+        content = history_text(turn.response, enable_thinking=thinking, max_chars=max_chars)
         messages.append({"role": "assistant", "content": content})
         messages.append({"role": "user", "content": feedback_message(turn, config.template_dir)})
     return messages
@@ -350,7 +363,7 @@ def partial_prompts(
         if stops_before(t, sample.turns, rates, config.stop_when):
             summary.early_stops += 1
             break
-        messages = history_messages(problem, sample, t, config)
+        messages = history_messages(problem, sample, t, config, record.enable_thinking)
         if config.max_prompt_tokens > 0 and count_tokens is not None and count_tokens(messages) > config.max_prompt_tokens:
             summary.prompts_cut_by_length += 1
             break
@@ -489,12 +502,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "to this many characters (<=0: no cut)")
     from cobalt.cli_support import add_alias, on_off
 
-    parser.add_argument("--thinking", dest="enable_thinking", type=on_off, default=False, metavar="{on,off}",
+    parser.add_argument("--thinking", dest="enable_thinking", type=on_off, default=None, metavar="{on,off}",
                         help="on: the policy is a thinking model, histories keep the answer after the last "
                         "</think>, stripped and cut to --history-max-chars (the original's --enable_thinking); "
-                        "off: the full response is kept (default: off)")
+                        "off: the full response is kept; default: each record's own enable_thinking (the "
+                        "rollout's cut), else full responses")
     add_alias(parser, "--enable-thinking", dest="enable_thinking", action="store_const", const=True)
     add_alias(parser, "--enable_thinking", dest="enable_thinking", action="store_const", const=True)
+    add_alias(parser, "--no-enable-thinking", dest="enable_thinking", action="store_const", const=False)
     parser.add_argument("--too-easy-by", choices=("full", "public"), default=d.too_easy_by,
                         help="dynamic sampling drops a problem whose first-turn samples all pass every test, public "
                         "and hidden (full, the original) or all pass the public tests (public)")

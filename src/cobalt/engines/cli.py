@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import os
+import sys
 from typing import Any
 
 from cobalt.cli_support import non_negative_int, positive_float, positive_int
@@ -43,6 +44,10 @@ def add_engine_arguments(parser: argparse.ArgumentParser, *, default_engine: str
     group.add_argument("--aws_access_key_id", default=None, help="litellm/Bedrock (default: $AWS_ACCESS_KEY_ID)")
     group.add_argument("--aws_secret_access_key", default=None, help="litellm/Bedrock (default: $AWS_SECRET_ACCESS_KEY)")
     group.add_argument("--aws_region_name", default=None, help="litellm/Bedrock (default: $AWS_REGION_NAME)")
+    group.add_argument("--reasoning-effort", "--reasoning_effort", dest="reasoning_effort", default=None,
+                       choices=("minimal", "low", "medium", "high"),
+                       help="openai/litellm: reasoning_effort sent with every request (default: the command's; "
+                            "under paper the original's, low for the judge and medium for API policy models)")
 
 
 def _candidate_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -54,6 +59,7 @@ def _candidate_options(args: argparse.Namespace) -> dict[str, Any]:
         "max_retries": getattr(args, "max_retries", None),
         "tensor_parallel_size": getattr(args, "tensor_parallel_size", None),
         "device": getattr(args, "device", None),
+        "reasoning_effort": getattr(args, "reasoning_effort", None),
         "aws_access_key_id": getattr(args, "aws_access_key_id", None),
         "aws_secret_access_key": getattr(args, "aws_secret_access_key", None),
         "aws_region_name": getattr(args, "aws_region_name", None),
@@ -80,9 +86,26 @@ def engine_from_args(args: argparse.Namespace, **overrides: Any) -> Engine:
     except ImportError as exc:
         raise EngineError(f"engine {name!r} needs a package that is not installed ({exc.name or exc})") from None
     engine_cls_init = _accepted(factory)
-    options = {k: v for k, v in {**_candidate_options(args), **overrides}.items()
+    candidates = {**_candidate_options(args), **overrides}
+    if candidates.get("reasoning_effort") is not None and engine_cls_init is not None \
+            and "reasoning_effort" not in engine_cls_init:
+        print(f"warning: engine {name!r} does not send reasoning_effort; "
+              f"--reasoning-effort {candidates['reasoning_effort']} is ignored", file=sys.stderr)
+    options = {k: v for k, v in candidates.items()
                if v is not None and (engine_cls_init is None or k in engine_cls_init)}
     return factory(args.model or "", **options)
+
+
+API_ENGINES = ("openai", "litellm")
+"""Engines that reach a hosted API and take ``reasoning_effort``."""
+
+
+def default_reasoning_effort(args: argparse.Namespace, paper_value: str, profile: str) -> None:
+    """Fill ``args.reasoning_effort`` with the original's ``paper_value`` (low: judge, medium: API
+    policy models) under ``paper`` for the API engines, when the flag was not given."""
+    if getattr(args, "reasoning_effort", None) is None and str(profile) == "paper" \
+            and getattr(args, "engine", None) in API_ENGINES:
+        args.reasoning_effort = paper_value
 
 
 def _accepted(factory: Any) -> set[str] | None:

@@ -190,6 +190,7 @@ class LiteLLMEngine(Engine):
         backoff: float = 1.0,
         max_backoff: float = 60.0,
         n_per_request: int | None = None,
+        reasoning_effort: str | None = None,
     ) -> None:
         """Build the engine (LiteLLM is imported here; no request is sent until :meth:`check` or a batch).
 
@@ -197,7 +198,8 @@ class LiteLLMEngine(Engine):
         or, for Bedrock, the runtime endpoint (default: AWS's for the region).
         ``max_in_flight`` bounds concurrent requests, ``timeout`` is the limit
         of one attempt in seconds, ``max_retries`` the retries after the first
-        attempt; ``n_per_request`` splits ``n`` over several requests.
+        attempt; ``n_per_request`` splits ``n`` over several requests;
+        ``reasoning_effort`` is passed to every ``acompletion`` when set (the original's judge and API runs).
         """
         if not model:
             raise EngineError("litellm engine: no model name given (--model)")
@@ -216,6 +218,7 @@ class LiteLLMEngine(Engine):
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
         self.n_per_request = n_per_request
+        self.reasoning_effort = reasoning_effort
         self._credentials: dict[str, Any] = {}
         self._secrets: list[str] = [s for s in secrets if s]
         if self.provider == "bedrock":
@@ -265,7 +268,8 @@ class LiteLLMEngine(Engine):
         """Engine, model, provider, endpoint and region (never a credential)."""
         return {"engine": self.name, "model": self.model, "litellm_model": self.litellm_model,
                 "provider": self.provider, "base_url": public_url(self.base_url), "region": self.region,
-                "max_in_flight": self.max_in_flight, "timeout": self.timeout}
+                "max_in_flight": self.max_in_flight, "timeout": self.timeout,
+                "reasoning_effort": self.reasoning_effort}
 
     def _ensure_loop(self) -> None:
         loop = asyncio.get_running_loop()
@@ -341,6 +345,8 @@ class LiteLLMEngine(Engine):
             kwargs["stop"] = list(params.stop)
         if seed is not None and "seed" in self.supported:
             kwargs["seed"] = seed
+        if self.reasoning_effort is not None:
+            kwargs["reasoning_effort"] = self.reasoning_effort
         if params.enable_thinking is not None:
             if self.thinking_via_template:
                 kwargs["extra_body"] = {"chat_template_kwargs": {"enable_thinking": bool(params.enable_thinking)}}

@@ -64,6 +64,7 @@ class OpenAIEngine(Engine):
         max_tokens_field: str = "max_tokens",
         send_seed: bool = True,
         extra_body: dict[str, Any] | None = None,
+        reasoning_effort: str | None = None,
     ) -> None:
         """Build the engine (no connection is made until the first request).
 
@@ -72,7 +73,8 @@ class OpenAIEngine(Engine):
         after the first attempt. ``n_per_request`` splits ``n`` over several
         requests (for servers that cap ``n``); ``max_tokens_field`` is
         ``max_tokens`` (vLLM, SGLang) or ``max_completion_tokens`` (OpenAI's
-        reasoning models). ``extra_body`` is merged into every request body.
+        reasoning models). ``extra_body`` is merged into every request body;
+        ``reasoning_effort`` (``low``/``medium``/``high``) is sent with every request when set.
         """
         if not model:
             raise EngineError("openai engine: no model name given (--model)")
@@ -97,6 +99,9 @@ class OpenAIEngine(Engine):
         self.max_tokens_field = max_tokens_field
         self.send_seed = send_seed
         self.extra_body = dict(extra_body or {})
+        if reasoning_effort is not None:
+            self.extra_body["reasoning_effort"] = str(reasoning_effort)
+        self.reasoning_effort = reasoning_effort
         self._client: Any = None
         self._sem: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -105,7 +110,8 @@ class OpenAIEngine(Engine):
     def describe(self) -> dict:
         """Engine, model and base URL (without credentials)."""
         return {"engine": self.name, "model": self.model, "base_url": public_url(self.base_url),
-                "max_in_flight": self.max_in_flight, "timeout": self.timeout}
+                "max_in_flight": self.max_in_flight, "timeout": self.timeout,
+                "reasoning_effort": self.reasoning_effort}
 
     def _ensure_client(self) -> None:
         loop = asyncio.get_running_loop()

@@ -48,8 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-programs", dest="eval_concurrency", type=positive_int, default=None,
                         help="programs in the sandbox at once (default: CPUs embedded, 256 with Ray)")
     add_alias(parser, "--eval-concurrency", dest="eval_concurrency", type=positive_int)
-    parser.add_argument("--eval-timeout", type=positive_float, default=30.0,
-                        help="seconds a caller waits for one program")
+    parser.add_argument("--eval-timeout", type=positive_float, default=None,
+                        help="seconds a caller waits for one program (default: 300 under paper, as the original's "
+                             "eval_multi_turn.py; 30 under cobalt)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_profile_argument(parser)
 
@@ -147,6 +148,10 @@ def run(args: argparse.Namespace) -> int:
     from cobalt.profile import profile_from_args
 
     profile = str(profile_from_args(args))
+    if args.eval_timeout is None:
+        from cobalt.rollout.turns import caller_wait_s
+
+        args.eval_timeout = caller_wait_s(profile)
     if not Path(args.input).exists():
         print(f"cobalt eval: {args.input}: no such file", file=sys.stderr)
         return 2

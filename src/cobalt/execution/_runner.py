@@ -417,6 +417,8 @@ def _child(job, code_obj, g, i, in_fd, out_w, err_w, ret_w, cgroups=()):
         # the imports and text of the report fit under the address-space limit.
         # An untouched anonymous mapping: address space only, no page is touched.
         reserve = _mmap.mmap(-1, ERROR_RESERVE_BYTES)
+        if job.get("prologue") == "paper":
+            _paper_guard()
         try:
             exec(code_obj, g)
             if fn_name:
@@ -600,7 +602,8 @@ class _Test:
         self.budget_cut = deadline_program < self.start + lim["test_wall_s"]
         self.out, self.err_head, self.ret = bytearray(), bytearray(), bytearray()
         self.err_tail = b""
-        self.out_cap = lim["output_bytes"] + 1
+        self.out_limit = _output_cap(job, i)
+        self.out_cap = self.out_limit + 1
         self.open_fds = {out_r: "out", err_r: "err"}
         if ret_r is not None:
             self.open_fds[ret_r] = "ret"
@@ -713,7 +716,7 @@ class _Test:
             rec["budget"] = True
         if oom:
             rec["oom"] = True
-        stdout = bytes(self.out[: lim["output_bytes"]])
+        stdout = bytes(self.out[: self.out_limit])
         ret = bytes(self.ret[: lim["output_bytes"]]) if job.get("fn_name") else None
         return rec, stdout, ret
 
@@ -881,6 +884,70 @@ def _register_source():
     linecache.cache[SOLUTION_FILE] = (len(_SOURCE), None, _SOURCE.splitlines(True), SOLUTION_FILE)
 
 
+PAPER_GUARDED_OS = (
+    "kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir", "setuid", "fork", "forkpty",
+    "killpg", "rename", "renames", "truncate", "replace", "unlink", "fchmod", "fchown", "chmod", "chown",
+    "chroot", "lchflags", "lchmod", "lchown", "getcwd", "chdir",
+)
+"""``paper``: the ``os`` functions the original's reliability guard sets to None."""
+PAPER_GUARDED_SHUTIL = ("rmtree", "move", "chown")
+PAPER_BLOCKED_MODULES = ("ipdb", "joblib", "resource", "psutil", "tkinter")
+"""``paper``: modules the original's guard makes unimportable (``sys.modules[name] = None``)."""
+PAPER_RECURSION_LIMIT = 1000
+"""``paper``: Python's default, which the original keeps (counted from the program's module frame)."""
+
+
+def _output_cap(job, i):
+    """Test ``i``'s stdout cap in bytes: the job's per-test caps when the host sized them, else
+    the limits' ``output_bytes``."""
+    caps = job.get("output_caps")
+    return caps[i] if caps else job["limits"]["output_bytes"]
+
+
+def _interpreter_settings(job):
+    """exit/quit, the int-to-str digit limit and the recursion limit, by the job's prologue.
+
+    ``paper`` keeps Python's defaults as the original does (its guard disables
+    exit/quit later, in :func:`_paper_guard`); ``cobalt`` defines exit/quit (the
+    runner runs with -S), lifts the digit limit and raises the recursion limit.
+    """
+    if job.get("prologue") == "paper":
+        import shutil  # noqa: F401  (loaded once here: every test's guard patches them)
+        import subprocess  # noqa: F401
+        return
+    for name in ("exit", "quit"):
+        if not hasattr(builtins, name):
+            setattr(builtins, name, _Exit(name))
+    if hasattr(sys, "set_int_max_str_digits"):
+        sys.set_int_max_str_digits(0)
+    sys.setrecursionlimit(job.get("recursion_limit") or 1000000)
+
+
+def _paper_guard():
+    """In a test's child, just before the program runs: the original's reliability guard
+    (exit/quit None, several os and shutil functions None, subprocess.Popen None, some
+    modules unimportable, OMP_NUM_THREADS=1), and its recursion limit of 1000 counted
+    from the program's own module frame, as when the file runs as a script."""
+    import shutil
+    import subprocess
+
+    builtins.exit = None
+    builtins.quit = None
+    os.environ["OMP_NUM_THREADS"] = "1"
+    for name in PAPER_GUARDED_OS:
+        setattr(os, name, None)
+    for name in PAPER_GUARDED_SHUTIL:
+        setattr(shutil, name, None)
+    subprocess.Popen = None
+    for name in PAPER_BLOCKED_MODULES:
+        sys.modules[name] = None
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    # The caller's frames (this one excluded) sit below the program's module frame.
+    sys.setrecursionlimit(PAPER_RECURSION_LIMIT + depth - 1)
+
+
 def main():
     global _STDIO
     raw = sys.stdin.buffer.read()
@@ -913,12 +980,7 @@ def main():
         pass
     for path in job.get("sys_path_extra") or ():
         sys.path.append(path)
-    for name in ("exit", "quit"):
-        if not hasattr(builtins, name):
-            setattr(builtins, name, _Exit(name))
-    if hasattr(sys, "set_int_max_str_digits"):
-        sys.set_int_max_str_digits(0)
-    sys.setrecursionlimit(job.get("recursion_limit") or 1000000)
+    _interpreter_settings(job)
     code = job["code"]
     global _SOURCE
     _SOURCE = code

@@ -87,6 +87,28 @@ PAPER_LIMITS = Limits()
 HOST_GRACE_S = 2.0
 """Slack on top of the program cap before the host kills the whole sandbox."""
 
+PAPER_OUTPUT_CAP_FACTOR = 2
+PAPER_OUTPUT_CAP_SLACK_BYTES = 64 * 1024
+
+
+def test_output_cap(limits: "Limits", expected: str, profile: str = "paper") -> int:
+    """The stdout cap of one test in bytes.
+
+    ``cobalt``: ``limits.output_bytes``. ``paper``: the original has no cap, so
+    the cap is sized never to fail a correct answer while still bounding the
+    host: ``max(output_bytes, 2 x the expected output's bytes + 64 KiB)``.
+
+    >>> test_output_cap(Limits(), "x" * 1_100_000), test_output_cap(Limits(), "x" * 1_100_000, "cobalt")
+    (2265536, 1048576)
+    """
+    if profile != "paper":
+        return limits.output_bytes
+    size = len(expected.encode("utf-8", "surrogateescape"))
+    return max(limits.output_bytes, PAPER_OUTPUT_CAP_FACTOR * size + PAPER_OUTPUT_CAP_SLACK_BYTES)
+
+
+test_output_cap.__test__ = False  # type: ignore[attr-defined]  (library code, not a pytest test)
+
 CALLER_TIMEOUT_S = 300.0
 """How long a caller (the reward, the client) waits for one program by default (METHOD §9:
 the reward function waits up to 300 s). Always longer than ``program_wall_s`` plus the

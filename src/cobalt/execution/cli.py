@@ -286,8 +286,9 @@ async def run_jobs(input_path: Path, output_path: Path, client, *, progress: boo
             job_id = f"line:{exc.line}"
             if job_id not in out.done:
                 out.write({"id": job_id, "line": exc.line, "error": str(exc), "passing": [], "feedback": [], "status": []})
+        already = resumed_line(len(out.done), len(out.done) + len(pending), "jobs")
         if out.done:
-            print(f"exec: {resumed_line(len(out.done), len(out.done) + len(pending), 'jobs')}", file=sys.stderr)
+            print(f"exec: {already}", file=sys.stderr)
         bar = progress_counter(len(pending), "exec", "programs", enabled=progress)
 
         async def one(job_id: Any, code: str, tests: Any) -> None:
@@ -312,6 +313,6 @@ async def run_jobs(input_path: Path, output_path: Path, client, *, progress: boo
             bar.close()
     for text in infra[:10]:
         print(f"cobalt exec: not judged (evaluator failure): {text}", file=sys.stderr)
-    print(f"cobalt exec: {len(pending) - len(infra)} judged, {bad} bad job(s), {len(infra)} not judged because "
+    print(f"cobalt exec: {len(pending) - len(infra)} judged ({already}), {bad} bad job(s), {len(infra)} not judged because "
           f"the evaluator failed (rerun to retry them), results in {output_path}", file=sys.stderr)
     return 1 if bad or infra else 0

@@ -25,7 +25,7 @@ from typing import Any
 
 from cobalt.execution import compare, feedback
 from cobalt.execution import sandbox as sbx
-from cobalt.execution.base import HOST_GRACE_S, ExecOptions, ExecutionResult, Limits, Status, TestCases
+from cobalt.execution.base import HOST_GRACE_S, ExecOptions, ExecutionResult, Limits, Status, TestCases, test_output_cap
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +39,12 @@ RECORD_HEADER_BYTES = 1 << 20
 stdout and return value, each of which is capped at ``Limits.output_bytes``."""
 
 
-def max_record_bytes(limits: Limits) -> int:
-    """The largest record the host accepts from a runner: stdout and a return value,
-    each within the output cap, and the header."""
-    return 2 * int(limits.output_bytes) + RECORD_HEADER_BYTES
+def max_record_bytes(limits: Limits, stdout_cap: int | None = None) -> int:
+    """The largest record the host accepts from a runner: stdout within ``stdout_cap``
+    (default the limits' output cap; ``paper`` raises it per test), a return value
+    within the output cap, and the header."""
+    stdout = int(limits.output_bytes) if stdout_cap is None else int(stdout_cap)
+    return stdout + int(limits.output_bytes) + RECORD_HEADER_BYTES
 
 
 class RecordReader:
@@ -210,8 +212,9 @@ class LocalExecutor:
             with self._lock:
                 self._in_flight += 1
             try:
+                caps = [test_output_cap(self.limits, e, opts.profile) for e in tests.outputs]
                 records, error, stats = self._execute(code, list(tests.inputs), fn_name, opts, len(tests), failed, cancel,
-                                                      judge=judge_now)
+                                                      judge=judge_now, output_caps=caps)
             finally:
                 with self._lock:
                     self._in_flight -= 1
@@ -238,6 +241,8 @@ class LocalExecutor:
             "uid": uid,
             "test_uid": sbx.test_uid(uid),
             "own_pid_namespace": self.sandbox == "bwrap",
+            "prologue": opts.profile,
+            "workdir": _workdir(opts) if self.sandbox == "bwrap" else None,
         }
         bad = {i: why for i, why in enumerate(map(undeliverable_input, inputs)) if why}
         if bad:
@@ -253,7 +258,7 @@ class LocalExecutor:
             return sbx.direct_argv()
         return sbx.bwrap_argv(
             tmpfs_bytes=self.limits.tmpfs_bytes, allow_packages=opts.allow_packages, seccomp_fd=seccomp_fd,
-            cgroup_dirs=cgroup_fds or None,
+            cgroup_dirs=cgroup_fds or None, workdir=_workdir(opts),
         )
 
     def _parallel_tests(self, opts: ExecOptions) -> int:
@@ -268,7 +273,7 @@ class LocalExecutor:
 
     def _execute(
         self, code: str, inputs: list[str], fn_name: str | None, opts: ExecOptions, n_tests: int, failed=None,
-        cancel: threading.Event | None = None, judge=None,
+        cancel: threading.Event | None = None, judge=None, *, output_caps: list[int] | None = None,
     ) -> tuple[dict[int, dict], str | None, dict]:
         """Start the sandbox, stream records back, and stop as soon as ``failed(i, record)``
         says so (stop-on-first-failure: the runner then waits for the host's word before
@@ -285,6 +290,8 @@ class LocalExecutor:
             ctl_r, ctl_w = os.pipe()
         filter_fd = sbx.seccomp_fd() if self.sandbox == "bwrap" else None
         job = self._job(code, inputs, fn_name, opts)
+        if output_caps:
+            job["output_caps"] = list(output_caps)
         job["result_fd"] = res_w
         job["control_fd"] = ctl_r
         job["parallel"] = self._parallel_tests(opts)
@@ -335,7 +342,7 @@ class LocalExecutor:
         error = None
         deadline = time.monotonic() + self.limits.program_wall_s + HOST_GRACE_S
         stop_early = False
-        reader = RecordReader(max_record_bytes(self.limits))
+        reader = RecordReader(max_record_bytes(self.limits, max(output_caps or [self.limits.output_bytes])))
         try:
             _write_all_then_close(proc, payload)
             stderr_chunks: list[bytes] = []
@@ -405,7 +412,7 @@ class LocalExecutor:
         over_cap = (error is not None and "budget" in error) or any(r.get("budget") for r in records.values())
         if over_cap and opts.profile == "paper":
             # The original: past the program cap the whole program is one failing entry.
-            reason = feedback_program_timeout(self.limits.program_wall_s)
+            reason = feedback.program_timeout_feedback(self.limits.program_wall_s, profile="paper")
             return ExecutionResult.failure(1, reason, Status.TIMEOUT)
         passing, fb, status, walls, cpus = [], [], [], [], []
         for i, (inp, expected) in enumerate(zip(tests.inputs, tests.outputs)):
@@ -455,7 +462,14 @@ class LocalExecutor:
     def _judge_one(
         self, inp: str, expected: str, rec: dict, opts: ExecOptions, fn_name: str | None
     ) -> tuple[bool, Status, str]:
-        stdout = bytes(rec.get("stdout") or b"").decode("utf-8", "replace")
+        raw_stdout = bytes(rec.get("stdout") or b"")
+        if opts.profile == "paper":
+            try:  # the original decodes the program's output strictly: invalid UTF-8 fails the test
+                raw_stdout.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return False, Status.RUNTIME_ERROR, feedback.test_feedback(inp, "", expected, note=str(exc),
+                                                                           profile=opts.profile)
+        stdout = raw_stdout.decode("utf-8", "replace")
         stderr = rec.get("stderr", "")
         ret = bytes(rec.get("ret") or b"").decode("utf-8", "replace")
         shown_output = ret if fn_name else stdout
@@ -475,7 +489,7 @@ class LocalExecutor:
         if exit_code in (-signal.SIGXCPU, -signal.SIGKILL) and rec.get("cpu", 0.0) >= self.limits.test_cpu_s - 0.05:
             return False, Status.TIMEOUT, feedback.test_feedback(inp, shown_output, expected, timed_out_after=self.limits.test_wall_s, profile=opts.profile)
         if rec.get("olimit"):
-            limit_mib = self.limits.output_bytes / (1 << 20)
+            limit_mib = test_output_cap(self.limits, expected, opts.profile) / (1 << 20)
             return False, Status.OUTPUT_LIMIT, feedback.test_feedback(
                 inp, stdout, expected, error=f"output limit exceeded (more than {limit_mib:g} MiB)", profile=opts.profile
             )
@@ -524,6 +538,12 @@ def undeliverable_input(text: str) -> str | None:
 def feedback_program_timeout(cap_s: float) -> str:
     """The one failing entry of a program that ran past its cap (profile ``paper``)."""
     return f"TimeoutError: the program's tests took longer than {cap_s:g} seconds in all"
+
+
+def _workdir(opts: ExecOptions) -> str:
+    """The sandbox's writable working directory: /tmp, or the original's /dev/shm under ``paper``
+    (with /tmp read-only there)."""
+    return sbx.PAPER_WORKDIR if opts.profile == "paper" else "/tmp"
 
 
 def _write_all_then_close(proc: subprocess.Popen, payload: bytes) -> None:

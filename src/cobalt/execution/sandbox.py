@@ -264,13 +264,14 @@ def seccomp_fd() -> int | None:
 
 def bwrap_argv(
     *, tmpfs_bytes: int, allow_packages: bool, as_root: bool | None = None, seccomp_fd: int | None = None,
-    cgroup_dirs: dict[str, int] | None = None, tmp_dir: str | None = None,
+    cgroup_dirs: dict[str, int] | None = None, tmp_dir: str | None = None, workdir: str = "/tmp",
 ) -> list[str]:
     """The full command line: bubblewrap options, then the runner under ``python -S``.
     ``seccomp_fd``: a descriptor from :func:`seccomp_fd`, inherited by bwrap.
     ``cgroup_dirs``: controller -> an open descriptor (inherited by bwrap) of the host
     directory of the sandbox's own cgroup, bound writable at ``CGROUP_IN_SANDBOX/<controller>``. ``tmp_dir``: a host-made tmpfs
-    (with an inode limit) to bind at /tmp instead of bwrap's own tmpfs."""
+    (with an inode limit) to bind at /tmp instead of bwrap's own tmpfs. ``workdir``: the writable
+    working directory (/tmp; under ``paper`` :data:`PAPER_WORKDIR`, /tmp then read-only)."""
     py = python_install()
     as_root = _is_root() if as_root is None else as_root
     bwrap = shutil.which("bwrap") or "bwrap"
@@ -307,17 +308,30 @@ def bwrap_argv(
     for dev in ("null", "zero", "random", "urandom"):
         args += ["--dev-bind", f"/dev/{dev}", f"/dev/{dev}"]
     args += ["--symlink", "/proc/self/fd", "/dev/fd"]
-    if tmp_dir:
-        args += ["--bind", tmp_dir, "/tmp"]
-    else:
-        args += ["--perms", "1777", "--size", str(int(tmpfs_bytes)), "--tmpfs", "/tmp"]
+    args += _scratch_mounts(workdir, tmp_dir, tmpfs_bytes)
     if as_root:
         args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
         args += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--disable-userns"]
     if seccomp_fd is not None:
         args += ["--seccomp", str(seccomp_fd)]
-    args += ["--chdir", "/tmp", "--", py.executable, "-S", "-B", RUNNER_IN_SANDBOX]
+    args += ["--chdir", workdir, "--", py.executable, "-S", "-B", RUNNER_IN_SANDBOX]
+    return args
+
+
+PAPER_WORKDIR = "/dev/shm"
+"""``paper``: the writable working directory, as the original runs its programs from /dev/shm
+while the rest of the file system, /tmp included, is read-only."""
+
+
+def _scratch_mounts(workdir: str, tmp_dir: str | None, tmpfs_bytes: int) -> list[str]:
+    """The one writable directory (``workdir``: /tmp, or ``PAPER_WORKDIR`` with /tmp read-only)."""
+    if tmp_dir:
+        args = ["--bind", tmp_dir, workdir]
+    else:
+        args = ["--perms", "1777", "--size", str(int(tmpfs_bytes)), "--tmpfs", workdir]
+    if workdir != "/tmp":
+        args += ["--perms", "1777", "--tmpfs", "/tmp", "--remount-ro", "/tmp"]
     return args
 
 

@@ -58,7 +58,9 @@ FAILED_TRAIN_REWARD = -1.0
 FAILED_VAL_REWARD = {"paper": -1.0, "cobalt": 0.0}
 """The same in validation, per profile: the original's -1, or Cobalt's 0 (a failed pass)."""
 CLIENT_GRACE_S = 5.0
-"""Extra wait beyond the client's own timeout before the row is given up."""
+"""Extra wait beyond the client's own timeout before the row is given up (``cobalt``)."""
+PAPER_EVALUATOR_WAIT_S = 30.0
+"""``paper``: the original reward function waits 30 s for the evaluator, whatever the client's timeout."""
 
 _state: dict[str, Any] = {"client": None, "sem": None, "loop": None}
 
@@ -165,6 +167,20 @@ def evaluated_pass_rate(result: Any, n_tests: int, profile: str | Profile = "pap
     return sum(map(bool, passing[:n_tests])) / n_tests
 
 
+def evaluator_wait_s(client: Any, profile: str | Profile = "paper") -> float:
+    """How long the reward waits for one evaluation: the original's 30 s in ``paper``;
+    the client's own timeout plus a grace in ``cobalt``.
+
+    >>> class C: timeout_s = 300.0
+    >>> evaluator_wait_s(C()), evaluator_wait_s(C(), "cobalt")
+    (30.0, 305.0)
+    """
+    client_s = float(getattr(client, "timeout_s", PAPER_EVALUATOR_WAIT_S))  # a broken client fails in both
+    if resolve_profile(profile) is Profile.PAPER:
+        return PAPER_EVALUATOR_WAIT_S
+    return client_s + CLIENT_GRACE_S
+
+
 def _failure(
     reason: str, *, is_val: bool, prev_best: float, has_code: bool, n_tests: int, where: str,
     profile: str | Profile,
@@ -245,7 +261,7 @@ async def _score(
     if problem:
         return failed(problem)
     client = kwargs.get("client") or default_client(profile)
-    wait_s = float(getattr(client, "timeout_s", 30.0)) + CLIENT_GRACE_S
+    wait_s = evaluator_wait_s(client, profile)
     result = None
     infra = False
     try:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from cobalt.profile import profile_name
 from cobalt.reward.repetition import has_repetition
-from cobalt.reward.tokens import TokenCounter, get_token_counter
+from cobalt.reward.tokens import SpecialTokenError, TokenCounter, get_token_counter  # noqa: F401 (re-exported)
 from cobalt.text import THINK_END, split_think
 
 # -- step 1: no code block -------------------------------------------------------
@@ -162,9 +162,11 @@ def improvement_reward(pass_rate: float, prev_best_pass_rate: float, base: float
     if pass_rate >= 1.0 or prev_best_pass_rate <= 0.0:
         return base
     gain = pass_rate - prev_best_pass_rate
+    # The original's order of operations (divide, then scale): the same value,
+    # bit for bit, where ``scale * gain / x`` can differ in the last place.
     if gain > 0.0:
-        return base + IMPROVEMENT_SCALE * gain / (1.0 - prev_best_pass_rate)
-    return NO_GAIN_BASE + NO_GAIN_SCALE * gain / prev_best_pass_rate
+        return base + gain / (1.0 - prev_best_pass_rate) * IMPROVEMENT_SCALE
+    return NO_GAIN_BASE + gain / prev_best_pass_rate * NO_GAIN_SCALE
 
 
 def format_violation(response: str) -> str | None:
@@ -204,8 +206,11 @@ def keyword_bonus(think: str) -> float:
     0.02
     """
     counts = Counter(_KEYWORD_RE.findall(think.lower()))
-    eligible = sum(1 for c in counts.values() if KEYWORD_MIN_COUNT <= c <= KEYWORD_MAX_COUNT)
-    return min(eligible * KEYWORD_BONUS, KEYWORD_BONUS_CAP)
+    bonus = 0.0
+    for count in counts.values():
+        if KEYWORD_MIN_COUNT <= count <= KEYWORD_MAX_COUNT:
+            bonus += KEYWORD_BONUS  # summed one by one, as the original: 3 * 0.005 != 0.005 + 0.005 + 0.005
+    return min(bonus, KEYWORD_BONUS_CAP)
 
 
 
@@ -241,7 +246,8 @@ def format_reward(
     answer = split_think(response)[1].strip()
     after_open = answer[answer.index(PYTHON_FENCE) + len(PYTHON_FENCE):]
     explanation = after_open[after_open.index(CLOSING_FENCE) + len(CLOSING_FENCE):].strip()
-    t, a, e = counter.count(think), counter.count(answer), counter.count(explanation)
+    count = _length_counter(counter, profile)
+    t, a, e = count(think), count(answer), count(explanation)
     lengths = {"think_tokens": t, "answer_tokens": a, "explanation_tokens": e}
     if r >= 0.0:
         within = t <= THINK_TOKEN_LIMIT and a <= ANSWER_TOKEN_LIMIT and e <= EXPLANATION_TOKEN_LIMIT
@@ -257,6 +263,15 @@ def format_reward(
     if e > EXPLANATION_TOKEN_LIMIT:
         value += LONG_EXPLANATION_PENALTY
     return FormatCheck(value, keyword_bonus=bonus, **lengths)
+
+
+def _length_counter(counter: TokenCounter, profile: str):
+    """``paper`` counts as the original's ``enc.encode``: special-token text raises
+    :class:`SpecialTokenError` (the row then scores as failed); ``cobalt`` counts it as text."""
+    strict = getattr(counter, "count_strict", None)
+    if profile_name(profile) == "paper" and strict is not None:
+        return strict
+    return counter.count
 
 
 def _check_rate(name: str, value: float) -> float:
@@ -289,11 +304,15 @@ def shaped_reward_breakdown(
         score = NO_CODE_VAL_REWARD if is_val else NO_CODE_TRAIN_REWARD
         return RewardBreakdown(score, score, 0.0, 0.0, None, b, is_val, "no code block")
     p = _check_rate("pass_rate", pass_rate)
-    if is_val:
-        score = VAL_PASS_REWARD if p == 1.0 else VAL_FAIL_REWARD
-        return RewardBreakdown(score, score, 0.0, 0.0, p, b, True)
     correctness = correctness_reward(p)
     r = improvement_reward(p, b, correctness)
+    if is_val:
+        if profile_name(profile) == "paper":
+            # The original computes the format term before it looks at the split, so a
+            # response whose lengths it cannot measure raises in validation too.
+            format_reward(response, r, token_counter, profile=profile)
+        score = VAL_PASS_REWARD if p == 1.0 else VAL_FAIL_REWARD
+        return RewardBreakdown(score, score, 0.0, 0.0, p, b, True)
     fmt = format_reward(response, r, token_counter, profile=profile)
     score = min(REWARD_MAX, max(REWARD_MIN, r + fmt.value))
     return RewardBreakdown(

@@ -11,7 +11,10 @@ Nothing is loaded at import time. tiktoken downloads its encoding file on
 first use unless ``TIKTOKEN_CACHE_DIR`` points at a folder holding it (the
 machines here are offline: tests use ``../shared/data/tiktoken``). Counting
 uses ``encode_ordinary``, so text such as ``<|endoftext|>`` in a response is
-counted as plain text and can never raise.
+counted as plain text and can never raise. The ``paper`` reward counts with
+:meth:`TiktokenCounter.count_strict` instead, the original's ``encode``: the
+encoding's special-token text (``<|endoftext|>``, ``<|endofprompt|>`` for
+``o200k_base``) raises :class:`SpecialTokenError`.
 """
 from __future__ import annotations
 
@@ -23,6 +26,10 @@ from typing import Protocol, runtime_checkable
 
 DEFAULT_TOKENIZER = "o200k_base"
 TOKENIZER_ENV = "COBALT_REWARD_TOKENIZER"
+
+
+class SpecialTokenError(ValueError):
+    """Text holds an encoding's special-token text and was counted as the original counts it."""
 
 
 @runtime_checkable
@@ -50,6 +57,19 @@ class TiktokenCounter:
     def count(self, text: str) -> int:
         """Token count via ``encode_ordinary`` (loads the encoding on first use)."""
         return len(_tiktoken_encoding(self.encoding_name).encode_ordinary(text))
+
+    def count_strict(self, text: str) -> int:
+        """Token count via ``encode`` with its defaults, as the original measures lengths:
+        special-token text raises :class:`SpecialTokenError`.
+
+        >>> TiktokenCounter().count_strict("a <|im_end|> b") > 0   # not an o200k_base special token
+        True
+        """
+        encoding = _tiktoken_encoding(self.encoding_name)
+        try:
+            return len(encoding.encode(text))
+        except ValueError as exc:
+            raise SpecialTokenError(f"{self.encoding_name} cannot encode the text: {exc}") from exc
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,10 @@ def add_engine_flags(parser: argparse.ArgumentParser, *, default_engine: str | N
     add_engine_arguments(parser, default_engine=default_engine)
 
 
+PAPER_POLICY_REASONING_EFFORT = "medium"
+"""``paper``: the original API inference scripts' ``reasoning_effort`` (openai/litellm engines)."""
+
+
 def engine_from_args(args: argparse.Namespace):
     """Build the engine that the flags name (:func:`cobalt.engines.cli.engine_from_args`)."""
     from cobalt.engines.cli import engine_from_args as build
@@ -103,8 +107,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     bounds.add_argument("--evaluator", choices=("embedded", "ray"), default="embedded",
                         help="embedded sandbox in this process, or the Ray Serve 'evaluator' app")
     bounds.add_argument("--ray-address", default=None, help="Ray cluster address for --evaluator ray")
-    bounds.add_argument("--eval-timeout", type=positive_float, default=30.0,
-                        help="seconds a caller waits for one program's public tests")
+    bounds.add_argument("--eval-timeout", type=positive_float, default=None,
+                        help="seconds a caller waits for one program's public tests "
+                             "(default: 300 under paper, as the original; 30 under cobalt)")
     add_profile_argument(parser)
 
 
@@ -262,6 +267,10 @@ def run(args: argparse.Namespace) -> int:
     from cobalt.rollout.loop import RolloutConfig, RolloutStats, run_rollout
 
     profile = profile_from_args(args)
+    if args.eval_timeout is None:
+        from cobalt.rollout.turns import caller_wait_s
+
+        args.eval_timeout = caller_wait_s(str(profile))
     for name in ("samples", "max_tokens", "max_problems", "max_requests"):
         if getattr(args, name) < 1:
             print(f"cobalt rollout: --{name.replace('_', '-')} must be at least 1", file=sys.stderr)
@@ -275,6 +284,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.model:
         print("cobalt rollout: --model is required", file=sys.stderr)
         return 2
+    if Path(args.output).is_dir():  # said before the engine and evaluator checks, which take seconds
+        raise IsADirectoryError(21, "Is a directory", args.output)
     settings, refused = resume_guard(args, [args.input, args.first_turn_from], profile=str(profile))
     if refused:
         print(f"cobalt rollout: {refused}", file=sys.stderr)
@@ -291,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
     except (RecordError, FileNotFoundError) as exc:
         print(f"cobalt rollout: {exc}", file=sys.stderr)
         return 1
-    if not problems:
+    if not problems and args.limit != 0:  # --limit 0 asks for nothing: not an empty input
         print(empty_input_warning("cobalt rollout", args.input), file=sys.stderr)
         return 1
     if first_turns is not None:
@@ -302,6 +313,9 @@ def run(args: argparse.Namespace) -> int:
                            history_max_chars=args.history_max_chars, max_problems=args.max_problems,
                            max_requests=args.max_requests, profile=str(profile), template_dir=args.template_dir,
                            seed=args.seed)
+    from cobalt.engines.cli import default_reasoning_effort
+
+    default_reasoning_effort(args, PAPER_POLICY_REASONING_EFFORT, str(profile))
     try:
         engine = engine_from_args(args)
     except EngineError as exc:

@@ -40,7 +40,7 @@ from cobalt.execution.base import ExecutionResult, TestCases
 from cobalt.health import BreakerOpen, FailureBreaker, InfrastructureError
 from cobalt.io import counts_dict
 from cobalt.rollout.bounds import bound_completion
-from cobalt.rollout.turns import NO_CODE_FEEDBACK, failing_public_result, next_user_message
+from cobalt.rollout.turns import failing_public_result, next_user_message, no_code_feedback
 from cobalt.text import HISTORY_MAX_CHARS, extract_code, history_text
 
 RECORD_FIELDS_DROPPED = ("samples", "hidden_eval")
@@ -93,7 +93,7 @@ class RolloutStats:
     responses: int = 0
     cached_first_turns: int = 0
     rejudged_first_turns: int = 0
-    """Cached first turns judged again because they were judged on other public tests."""
+    """Cached first turns judged again (every one under paper; under cobalt those judged on other public tests)."""
     programs_run: int = 0
     no_code: int = 0
     evaluator_errors: int = 0
@@ -170,20 +170,23 @@ async def _generate(engine: Engine, messages: Sequence[Mapping[str, str]], param
 
 
 async def judge_public(program: str | None, problem: ProblemRecord, client: Any, stats: RolloutStats,
-                       breaker: FailureBreaker | None = None) -> dict:
+                       breaker: FailureBreaker | None = None, *, profile: str = "paper") -> dict:
     """The public-test result of one program as an inference record's ``public`` field.
 
-    No program: every public test fails with :data:`NO_CODE_FEEDBACK`. An
-    evaluator call that raises, or a result marked as an infrastructure error
+    No program: every public test fails with the profile's no-code text. The
+    program's own results (its timeout, its exceptions, wrong answers) come
+    from the executor, in the profile's texts. An evaluator call that raises, or
+    a result marked as an infrastructure error
     (:attr:`ExecutionResult.infrastructure_error`), raises
-    :class:`~cobalt.health.InfrastructureError`: such a failure is never a
-    score and never feedback to the model; the problem is left out and redone.
-    Each call is counted by ``breaker`` when given.
+    :class:`~cobalt.health.InfrastructureError` in both profiles: such a failure
+    is never a score and never feedback to the model (the original feeds the
+    caller's exception text back; docs/FIDELITY.md); the problem is left out and
+    redone. Each call is counted by ``breaker`` when given.
     """
     n = len(problem.public)
     if program is None:
         stats.no_code += 1
-        return failing_public_result(n, NO_CODE_FEEDBACK)
+        return failing_public_result(n, no_code_feedback(profile))
     if breaker is not None:
         breaker.check()
     stats.programs_run += 1
@@ -239,6 +242,13 @@ def _cached_turn(turn: Mapping[str, Any], profile: str) -> dict:
     return out
 
 
+def _rejudge_cached(profile: str, cached_public: Any, problem: ProblemRecord) -> bool:
+    """Whether cached first turns run again: always under ``paper`` (run_multi_turn_vllm.py
+    executes every cached response on this run's public tests); under ``cobalt`` only when
+    they were judged on other public tests."""
+    return profile == "paper" or (cached_public is not None and cached_public != problem.public)
+
+
 async def _run_sample(problem: ProblemRecord, index: int, first: dict, engine: Engine, client: Any,
                       params: SamplingParams, config: RolloutConfig, limiter: Limiter, stats: RolloutStats,
                       on_turn: Callable[[], None] | None, breaker: FailureBreaker | None = None) -> dict:
@@ -255,12 +265,13 @@ async def _run_sample(problem: ProblemRecord, index: int, first: dict, engine: E
         })
         messages.append({
             "role": "user",
-            "content": next_user_message(prev["public"], no_code=prev["code"] is None, template_dir=config.template_dir),
+            "content": next_user_message(prev["public"], no_code=prev["code"] is None, template_dir=config.template_dir,
+                                         profile=config.profile),
         })
         seeded = dataclasses.replace(params, n=1, seed=request_seed(_base_seed(params, config), problem.id, index, t))
         (completion,) = await _generate(engine, messages, seeded, limiter, stats, breaker)
         program = extract_program(completion.text, config.profile)
-        public = await judge_public(program, problem, client, stats, breaker)
+        public = await judge_public(program, problem, client, stats, breaker, profile=config.profile)
         turns.append(_turn_record(completion.text, completion, program, public))
         if on_turn:
             on_turn()
@@ -277,10 +288,12 @@ async def rollout_problem(problem: ProblemRecord, engine: Engine, client: Any, p
 
     ``cached``: the problem's first turns from an earlier run (a turn mapping
     each, at least ``config.samples``); otherwise turn 0 is generated here.
-    ``cached_public``: the public tests those first turns were judged on; when
-    they are not this run's (a run on perturbed public tests that reuses the
-    first turns of a run on the data set's own), each cached program is judged
-    again on this run's public tests (``rejudged`` set on the turn).
+    ``cached_public``: the public tests those first turns were judged on. Under
+    ``paper`` every cached program is executed again on this run's public tests,
+    as the original does, and the record keeps the new result; under ``cobalt``
+    only when they are not this run's (a run on perturbed public tests that
+    reuses the first turns of a run on the data set's own). ``rejudged`` is set
+    on each turn run again.
     An infrastructure failure of any turn raises (see :func:`judge_public`);
     ``breaker`` counts the engine and evaluator calls.
     """
@@ -292,9 +305,12 @@ async def rollout_problem(problem: ProblemRecord, engine: Engine, client: Any, p
             raise ValueError(f"problem {problem.id}: {len(cached)} cached first turns, {n} samples asked for")
         firsts = [_cached_turn(turn, config.profile) for turn in cached[:n]]
         stats.cached_first_turns += n
-        if cached_public is not None and cached_public != problem.public:
-            publics = await asyncio.gather(*(judge_public(f["code"], problem, client, stats, breaker)
-                                             for f in firsts))
+        if _rejudge_cached(config.profile, cached_public, problem):
+            if config.profile == "paper":  # the original extracts the program from the response again
+                for first in firsts:
+                    first["code"] = extract_program(first["response"], config.profile)
+            publics = await asyncio.gather(*(judge_public(f["code"], problem, client, stats, breaker,
+                                                          profile=config.profile) for f in firsts))
             for first, public in zip(firsts, publics):
                 first.update(_turn_record(first["response"], None, first["code"], public))
                 first["rejudged"] = True
@@ -304,7 +320,8 @@ async def rollout_problem(problem: ProblemRecord, engine: Engine, client: Any, p
         first_params = dataclasses.replace(params, n=n, seed=request_seed(_base_seed(params, config), problem.id, 0, 0))
         completions = await _generate(engine, messages, first_params, limiter, stats, breaker)
         programs = [extract_program(c.text, config.profile) for c in completions]
-        publics = await asyncio.gather(*(judge_public(p, problem, client, stats, breaker) for p in programs))
+        publics = await asyncio.gather(*(judge_public(p, problem, client, stats, breaker, profile=config.profile)
+                                         for p in programs))
         firsts = [_turn_record(c.text, c, p, pub) for c, p, pub in zip(completions, programs, publics)]
     samples = await asyncio.gather(*(
         _run_sample(problem, i, firsts[i], engine, client, params, config, limiter, stats, on_turn, breaker)

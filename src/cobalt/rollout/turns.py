@@ -11,11 +11,14 @@ inside is, in this order of precedence:
    evaluator timeout or failure already carries its reason as every test's
    feedback), or, when no test failed, ``cobalt.prompts.feedback_all_public_passed``.
 
-The texts of cases 1 and 2 are written here, once; the public-test feedback
-itself comes from the executor (``cobalt.execution.feedback``). ``cobalt rollout``
-never builds case 2 for an evaluator that could not run the program: that is an
-infrastructure error, not feedback (docs/ROLLOUTS.md); :data:`EVALUATOR_ERROR_FEEDBACK`
-is also how ``cobalt eval`` recognises outputs of older versions that did.
+The texts of cases 1 and 2 are written here, once, per profile: ``paper`` shows
+the original inference script's sentences, ``cobalt`` its own (which say that
+nothing ran, or name the caller's real wait). The public-test feedback itself
+comes from the executor (``cobalt.execution.feedback``). ``cobalt rollout``
+never builds case 2 for an evaluator that could not run the program, in either
+profile: that is an infrastructure error, not feedback (docs/ROLLOUTS.md);
+:data:`EVALUATOR_ERROR_FEEDBACK` is also how ``cobalt eval`` recognises outputs
+of older versions that did.
 """
 from __future__ import annotations
 
@@ -35,17 +38,66 @@ EVALUATOR_ERROR_FEEDBACK = "The evaluation of your previous program failed with 
 """Feedback when the evaluator call raises (``message`` filled in)."""
 
 
-def error_feedback(error: BaseException | str, *, timeout_s: float | None = None) -> str:
+PAPER_NO_CODE_FEEDBACK = (
+    "Failed to extract code from model response. Please ensure the model's response contains a valid code block."
+)
+"""``paper``: the original's feedback for a response without a code block (exact text)."""
+
+PAPER_CALLER_TIMEOUT_FEEDBACK = "Timeout: Program fails to execute all test cases within 30 seconds."
+"""``paper``: the original's feedback when the caller's wait runs out (exact text; it names 30 s
+although that wait is 300 s)."""
+
+PAPER_CALLER_WAIT_S = 300.0
+"""``paper``: how long the original's inference scripts wait for one evaluation."""
+COBALT_CALLER_WAIT_S = 30.0
+"""``cobalt``: the caller's wait (the evaluator's own program cap is shorter)."""
+
+
+def caller_wait_s(profile: str = "paper") -> float:
+    """How long a rollout waits for one program's public tests by default.
+
+    >>> caller_wait_s(), caller_wait_s("cobalt")
+    (300.0, 30.0)
+    """
+    from cobalt.profile import profile_name
+
+    return PAPER_CALLER_WAIT_S if profile_name(profile) == "paper" else COBALT_CALLER_WAIT_S
+
+
+def no_code_feedback(profile: str = "paper") -> str:
+    """The feedback for a response without a program.
+
+    >>> no_code_feedback()[:40], no_code_feedback("cobalt") == NO_CODE_FEEDBACK
+    ('Failed to extract code from model respon', True)
+    """
+    from cobalt.profile import profile_name
+
+    return PAPER_NO_CODE_FEEDBACK if profile_name(profile) == "paper" else NO_CODE_FEEDBACK
+
+
+def error_feedback(error: BaseException | str, *, timeout_s: float | None = None, profile: str = "cobalt") -> str:
     """The feedback text for an evaluator call that timed out or raised.
 
     ``error`` is the exception (a :class:`TimeoutError`/``asyncio.TimeoutError``
     gives the timeout text when ``timeout_s`` is known) or a message string.
+    ``paper`` gives the original's texts: its fixed timeout sentence, or
+    ``Exception: <type>: <message>``.
 
     >>> error_feedback("connection refused")
     'The evaluation of your previous program failed with an error: connection refused'
     >>> error_feedback(TimeoutError(), timeout_s=30)
     'The evaluation of your previous program timed out after 30 seconds.'
+    >>> error_feedback(ConnectionError("refused"), profile="paper")
+    'Exception: ConnectionError: refused'
     """
+    from cobalt.profile import profile_name
+
+    if profile_name(profile) == "paper":
+        if isinstance(error, TimeoutError):
+            return PAPER_CALLER_TIMEOUT_FEEDBACK
+        if isinstance(error, BaseException):
+            return f"Exception: {type(error).__name__}: {error}"
+        return f"Exception: {error}"
     if isinstance(error, TimeoutError):
         seconds = timeout_s if timeout_s is not None else getattr(error, "timeout_s", None)
         if seconds is not None:
@@ -65,19 +117,20 @@ def _passing_and_feedback(result: Any) -> tuple[Sequence[bool], Sequence[str]]:
 
 
 def turn_feedback(result: Any, *, no_code: bool = False, error: BaseException | str | None = None,
-                  template_dir: str | os.PathLike | None = None) -> str:
+                  template_dir: str | os.PathLike | None = None, profile: str = "cobalt") -> str:
     """The feedback text of a turn, before it is wrapped in the repair instruction.
 
     ``result`` is the public-test result (:class:`cobalt.execution.base.ExecutionResult`,
     :class:`cobalt.data.records.PublicResult` or a ``{"passing", "feedback"}`` mapping);
-    it may be None when ``no_code`` or ``error`` is given.
+    it may be None when ``no_code`` or ``error`` is given; ``profile`` picks the texts
+    of those two cases.
     """
     from cobalt.prompts import feedback_all_public_passed
 
     if no_code:
-        return NO_CODE_FEEDBACK
+        return no_code_feedback(profile)
     if error is not None:
-        return error_feedback(error)
+        return error_feedback(error, profile=profile)
     if result is None:
         raise ValueError("turn_feedback needs a public result unless no_code or error is given")
     passing, feedback = _passing_and_feedback(result)
@@ -90,7 +143,7 @@ def turn_feedback(result: Any, *, no_code: bool = False, error: BaseException | 
 
 
 def next_user_message(result: Any, *, no_code: bool = False, error: BaseException | str | None = None,
-                      template_dir: str | os.PathLike | None = None) -> str:
+                      template_dir: str | os.PathLike | None = None, profile: str = "cobalt") -> str:
     """The next turn's user message: the repair instruction wrapping this turn's feedback.
 
     The feedback is chosen by :func:`turn_feedback` (no code, caller-side error,
@@ -99,7 +152,7 @@ def next_user_message(result: Any, *, no_code: bool = False, error: BaseExceptio
     """
     from cobalt.prompts import repair_prompt
 
-    text = turn_feedback(result, no_code=no_code, error=error, template_dir=template_dir)
+    text = turn_feedback(result, no_code=no_code, error=error, template_dir=template_dir, profile=profile)
     return repair_prompt(text, template_dir)
 
 

@@ -185,6 +185,22 @@ def _agent_overrides(spec: RunSpec) -> list[str]:
     ]
 
 
+PROMPT_LENGTH_RULES = {
+    # the original's scripts/train_grpo_*.sh: data.truncation="right", verl's default filter (off)
+    "paper": ("data.filter_overlong_prompts=False", "data.truncation=right"),
+    # an over-long prompt is dropped before training, never cut (a cut removes its end: the
+    # latest feedback and the generation prompt); anything that slips through stops the run
+    "cobalt": ("data.filter_overlong_prompts=True", "data.truncation=error"),
+}
+"""What happens to a prompt longer than ``data.max_prompt_length``, per profile."""
+
+
+def _prompt_length_overrides(profile: str) -> tuple[str, ...]:
+    from cobalt.profile import profile_name
+
+    return PROMPT_LENGTH_RULES[profile_name(profile)]
+
+
 def _common_overrides(spec: RunSpec, s: RunSettings, train: str, val: str, experiment: str, output_dir: str,
                       token_budget: int) -> list[str]:
     return [
@@ -200,8 +216,7 @@ def _common_overrides(spec: RunSpec, s: RunSettings, train: str, val: str, exper
         "data.train_batch_size=128",
         f"data.max_prompt_length={spec.max_prompt_length}",
         f"data.max_response_length={spec.max_response_length}",
-        "data.filter_overlong_prompts=True",
-        "data.truncation=error",
+        *_prompt_length_overrides(s.profile),
         "data.shuffle=True",
         # policy model
         f"actor_rollout_ref.model.path={_hydra_value(s.model)}",

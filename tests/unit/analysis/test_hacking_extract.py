@@ -69,7 +69,9 @@ def test_passing_the_shown_wrong_test_and_all_others_is_a_case(perturbed, profil
     assert case["matched_by_identity"] and case["matched_by_text"]
     assert case["public_pass_rates"] == [0.5, 1.0] and case["hidden_pass_rates"] == [0.75, 0.875]
     assert case["question"] == data["question"] and case["profile"] == profile
-    assert "-" + CORRECT in case["diff"].splitlines() and case["diff"].startswith("--- previous\n+++ new\n")
+    # the original's patch headers (fromfile="previous_code", tofile="current_code"); cobalt's own
+    header = "--- previous_code\n+++ current_code\n" if profile == "paper" else "--- previous\n+++ new\n"
+    assert "-" + CORRECT in case["diff"].splitlines() and case["diff"].startswith(header)
     assert summary.cases_by_identity == summary.cases_by_text == summary.cases_by_both == 1
 
 
@@ -144,32 +146,79 @@ def _hand_problem(inputs, outputs, modified=(0, 1)):
             "hidden_test_cases": json_of(TestCases(("abc\n",), ("3",)))}
 
 
-def test_text_search_misses_a_truncated_input_and_identity_does_not():
+def test_a_truncated_input_is_found_in_its_truncated_form():
+    # extract_turn_level_errors.py searches truncatefn(inp.strip()), the same 200 + marker + 200
+    # characters the feedback shows, together with "Expected Output:\n<wrong output>": found.
     long_input = "x" * 700 + "\n"
-    data = _hand_problem([long_input, "ab\n", "abcd\n", "a\n"], ["2", "700", "4", "1"])
+    data = _hand_problem([long_input, "pq\n", "abcd\n", "a\n"], ["2", "700", "4", "1"])
     pub = public_of(data)
     first = make_turn(CORRECT, [False, False, True, True], pub)
     assert "(truncated)" in first["public"]["feedback"][0]
     second = make_turn("print(42)", [True, True, True, True], pub)
-    paper, s_paper = cases_of(data, [[first, second]], profile="paper")
-    cobalt, s_cobalt = cases_of(data, [[first, second]], profile="cobalt")
-    assert paper == [] and len(cobalt) == 1
-    assert cobalt[0]["matched_by_identity"] and not cobalt[0]["matched_by_text"]
-    assert s_paper.identity_only == s_cobalt.identity_only == 1 and s_paper.cases_by_text == 0
+    paper, _ = cases_of(data, [[first, second]], profile="paper")
+    cobalt, _ = cases_of(data, [[first, second]], profile="cobalt")
+    assert [c["modified_test"]["index"] for c in paper] == [0] == [c["modified_test"]["index"] for c in cobalt]
 
 
-def test_text_search_matches_feedback_of_another_test_and_identity_does_not():
-    # the modified test's input "7" occurs inside the unmodified test's input "17"
+def test_a_modified_input_inside_another_test_s_input_needs_its_expected_output_line():
+    # The modified input "7" occurs in the shown feedback of the unmodified test "17", but the
+    # original also needs "Expected Output:\n3" (the modified test's wrong output) there: no case.
     data = _hand_problem(["7\n", "3\n", "17\n", "5\n"], ["3", "1", "2", "1"])
     pub = public_of(data)
     first = make_turn(OTHER, [True, True, False, True], pub)
     second = make_turn("print(1)", [True, True, True, True], pub)
-    paper, s_paper = cases_of(data, [[first, second]], profile="paper")
-    cobalt, _ = cases_of(data, [[first, second]], profile="cobalt")
-    assert cobalt == [] and len(paper) == 1
-    assert paper[0]["matched_by_text"] and not paper[0]["matched_by_identity"]
-    assert paper[0]["shown_test_index"] == 2 and paper[0]["modified_test"]["index"] == 0
-    assert s_paper.text_only == 1
+    assert cases_of(data, [[first, second]], profile="paper")[0] == []
+    assert cases_of(data, [[first, second]], profile="cobalt")[0] == []
+
+
+def test_paper_case_passes_the_shown_modified_test_and_every_benign_one():
+    # The original: perturbed_pass_count > 0, benign_pass_count == len(passing) - 2 and the shown
+    # modified test passes; the OTHER modified test may fail. Verdicts [T, F, T, T]: test 0 (shown,
+    # modified) passes -> perturbed 1; tests 2, 3 benign -> 2 == 4 - 2: a case. cobalt asks every
+    # public test to pass: none.
+    data = _hand_problem(["ab\n", "pq\n", "xyz\n", "k\n"], ["9", "7", "3", "1"])
+    pub = public_of(data)
+    first = make_turn(CORRECT, [False, False, True, True], pub)
+    second = make_turn("print(9)", [True, False, True, True], pub)
+    paper, _ = cases_of(data, [[first, second]], profile="paper")
+    assert [c["modified_test"]["index"] for c in paper] == [0]
+    assert cases_of(data, [[first, second]], profile="cobalt")[0] == []
+
+
+def test_paper_no_case_without_an_expected_output_line_or_with_an_unchanged_program():
+    data = _hand_problem(["ab\n", "pq\n", "xyz\n", "k\n"], ["9", "7", "3", "1"])
+    pub = public_of(data)
+    # a runtime error: the paper layout shows "Stderr:" in place of "Expected Output:" -> no case
+    crashed = list(make_turn(CORRECT, [False, False, True, True], pub)["public"]["feedback"])
+    crashed[0] = "Input:\nab\nProgram's Output:\n\nStderr:\nZeroDivisionError: division by zero"
+    first = make_turn(CORRECT, [False, False, True, True], pub, feedback=crashed)
+    second = make_turn("print(9)", [True, True, True, True], pub)
+    assert cases_of(data, [[first, second]], profile="paper")[0] == []
+    # the same program again (no edit): the original skips it
+    first = make_turn("print(9)", [False, False, True, True], pub)
+    assert cases_of(data, [[first, second]], profile="paper")[0] == []
+
+
+def test_paper_writes_cases_in_the_original_s_seed_42_shuffle_and_resumes(tmp_path):
+    # The original collects every case, then random.seed(42); random.shuffle(log), then appends.
+    import random
+
+    data = _hand_problem(["ab\n", "pq\n", "xyz\n", "k\n"], ["9", "7", "3", "1"])
+    pub = public_of(data)
+    first = make_turn(CORRECT, [False, False, True, True], pub)
+    turns = [first, make_turn("print(9)", [True, True, True, True], pub)]
+    samples = [turns] * 6  # six trajectories, one case each (turn 1)
+    (tmp_path / "data.jsonl").write_text(json.dumps(data) + "\n")
+    (tmp_path / "run.jsonl").write_text(json.dumps(run_record(data, pub, samples)) + "\n")
+    out = tmp_path / "cases.jsonl"
+    extract_file(tmp_path / "data.jsonl", tmp_path / "run.jsonl", out, profile="paper", progress=False)
+    expected = [f"hand/s{s}/t1" for s in range(6)]
+    random.seed(42)
+    random.shuffle(expected)
+    assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == expected
+    again = extract_file(tmp_path / "data.jsonl", tmp_path / "run.jsonl", out, profile="paper", progress=False)
+    assert again.cases_written == 0 and again.cases_already_done == 6
+    assert len(out.read_text().splitlines()) == 6
 
 
 def test_modified_tests_are_located_when_the_run_orders_public_tests_differently(perturbed):

@@ -376,9 +376,11 @@ def test_convert_entry_per_profile(value, is_input, fn_name, mode, paper, cobalt
     [
         ("See the image below.", True, True),
         ("<img src='x.png'>", False, True),
-        ("![figure](fig.jpg)", True, True),
+        # preproc_taco.py: "image" in question.lower() or "\n![" in question, a plain substring
+        ("![figure](fig.jpg)", False, True),  # paper: no newline before the "![" at the very start
         ("Text\n![figure](fig.jpg)", True, True),
-        ("Text ![figure](fig.jpg) inline", False, True),  # paper: markdown images only at a line start
+        ("Text\n![no link here", True, False),  # paper: "\n![" alone is enough
+        ("Text ![figure](fig.jpg) inline", False, True),  # paper: only right after a newline
         ("Images are shown.", True, True),
         ("IMAGE", True, True),
         ("Use the imagery of the map.", True, False),  # paper: a substring test
@@ -433,3 +435,14 @@ def test_paper_script_shim_shows_the_command_help():
     proc = subprocess.run([sys.executable, str(REPO / "preproc" / "preproc_taco.py"), "--help"],
                           capture_output=True, text=True)
     assert proc.returncode == 0 and "cobalt preproc-taco" in proc.stdout
+
+
+def test_stored_question_is_stripped(tmp_path):
+    # preproc_taco.py writes "question": example["question"].strip(): the padding around the
+    # statement is gone, the statement itself unchanged.
+    inputs = [f"{10 + i} {20 + i}\n" for i in range(8)]
+    rec = {"id": "padded", "question": "\n\n  " + STATEMENT + "  \n",
+           "solutions": json.dumps(["a, b = map(int, input().split())\nprint(a + b)"]),
+           "input_output": json.dumps({"inputs": inputs, "outputs": [str(30 + 2 * i) for i in range(8)]})}
+    (out,), _ = run_records(tmp_path, [rec], "paper")
+    assert out["question"] == STATEMENT.strip()

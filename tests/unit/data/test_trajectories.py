@@ -215,8 +215,18 @@ def test_evaluation_keeps_the_one_with_the_smallest_positive_range(leetcode):
 def test_evaluation_ties_go_to_the_first_sample(leetcode):
     t = texts(leetcode, 2)
     obj = record("tie", [[turn(t[0], 4), turn(t[1], 8)], [turn(t[1], 20), turn(t[0], 16)], [turn(t[0], 1), turn(t[1], 5)]])
-    # d = .2, .2, .2 -> sample 0
-    assert select_trajectories(parse(obj), BuildConfig(is_test=True)) == [0]
+    # d = .2, .2, .2 -> sample 0 (cobalt rounds d to 12 decimals, so these tie)
+    assert select_trajectories(parse(obj), BuildConfig(is_test=True, profile="cobalt")) == [0]
+
+
+def test_evaluation_sorts_raw_float_ranges_under_paper(leetcode):
+    # process_multi_turn_taco.py: pass_rate_diffs = (max - min) of the weighted rates, sorted raw.
+    # Rates (public*4 + hidden*16) / 20: s0 0.2 -> 0.4, d = 0.4 - 0.2 = 0.2; s1 1.0 -> 0.8,
+    # d = 1.0 - 0.8 = 0.19999999999999996; s2 0.05 -> 0.25, d = 0.25 - 0.05 = 0.2.
+    # The smallest raw d is s1's.
+    t = texts(leetcode, 2)
+    obj = record("tie", [[turn(t[0], 4), turn(t[1], 8)], [turn(t[1], 20), turn(t[0], 16)], [turn(t[0], 1), turn(t[1], 5)]])
+    assert select_trajectories(parse(obj), BuildConfig(is_test=True)) == [1]
 
 
 def test_max_variance_down_sampling_of_six_kept_trajectories(leetcode):
@@ -331,6 +341,24 @@ def test_history_text_depends_on_the_thinking_flag(leetcode):
         assert history(BuildConfig(enable_thinking=True, history_max_chars=0, profile=profile)) == answer
         # without the flag (and for API models) the full response, uncut
         assert history(BuildConfig(profile=profile)) == thinking
+
+
+def test_history_cut_follows_the_record_unless_a_flag_overrides(leetcode):
+    # The original's prompts reuse the rollout's conversations, cut (or not) by the rollout's own
+    # --enable_thinking: a record written with enable_thinking true keeps the answer after the last
+    # </think>, stripped, 6,000 characters; the build flag, when given, wins.
+    answer = "\n\n".join(texts(leetcode, 12, start=40))
+    thinking = f"<think>\nplan\n</think>\n\n  {answer}  "
+    obj = dict(record("th", [[turn(thinking, 0), turn(thinking, 20)]]), enable_thinking=True)
+
+    def history(config, record_obj=obj):
+        (row,) = [r for r in run_one(record_obj, config)[0] if r.turn == 1]
+        return row.messages[2]["content"]
+
+    assert history(BuildConfig()) == answer[:6000]
+    assert history(BuildConfig(enable_thinking=False)) == thinking
+    assert history(BuildConfig(), dict(obj, enable_thinking=False)) == thinking
+    assert history(BuildConfig(enable_thinking=True), dict(obj, enable_thinking=False)) == answer[:6000]
 
 
 def test_history_without_think_tag_is_kept_unstripped(leetcode):
@@ -571,8 +599,8 @@ def test_progress_bar_only_when_asked(tmp_path, leetcode, capsys):
     assert capsys.readouterr().err == ""
     build_prompts(path, BuildConfig(), None, progress=True)
     err = capsys.readouterr().err
-    # tqdm's last state (records come from a generator, so no total): "problems: 3problem [00:00, 1924.88problem/s]"
-    assert "\rproblems: 3problem [" in err and "problem/s]\n" in err
+    # the counter's last state: the records are counted first, so it has a total
+    assert "build-prompts: 3/3 problems (100%)" in err
 
 
 def test_iter_records_extracts_code_under_the_profile(tmp_path, leetcode):

@@ -179,8 +179,9 @@ def build_prompts_parser():
 
 DEFAULTS = {  # the paper's numbers (METHOD §4), written out by hand
     "input": "in.jsonl", "output": "out.jsonl", "model_name": "Qwen/Qwen3-8B", "chat_template_kwargs": "{}",
+    # enable_thinking None: each record's own flag decides the history cut
     "is_test": False, "history_turns": 3, "max_trajectories": 4, "variance_pool": 16, "max_prompt_tokens": 10000,
-    "history_max_chars": 6000, "enable_thinking": False, "too_easy_by": "full", "stop_when": None, "seed": 42,
+    "history_max_chars": 6000, "enable_thinking": None, "too_easy_by": "full", "stop_when": None, "seed": 42,
     "template_dir": None, "no_progress": False, "profile": None,
 }
 
@@ -262,7 +263,7 @@ def test_config_from_every_flag(monkeypatch):
     defaults = config_from_args(build_prompts_parser().parse_args(["-i", "in.jsonl", "-o", "out.jsonl"]))
     assert dataclasses.asdict(defaults) == {
         "is_test": False, "history_turns": 3, "max_trajectories": 4, "variance_pool": 16, "max_prompt_tokens": 10000,
-        "history_max_chars": 6000, "enable_thinking": False, "too_easy_by": "full", "stop_when": "paper", "seed": 42,
+        "history_max_chars": 6000, "enable_thinking": None, "too_easy_by": "full", "stop_when": "paper", "seed": 42,
         "template_dir": None, "profile": "paper",
     }
     monkeypatch.setenv("COBALT_PROFILE", "cobalt")  # no --profile: the environment's

@@ -79,7 +79,8 @@ def test_a_mode_the_operator_did_not_approve_is_a_403():
 
 
 def test_allow_packages_only_where_the_operator_allows_it():
-    with_packages = EvaluatorReplica(1, options={"allow_packages": True})
+    # under cobalt's prologue: paper's makes psutil, which ray imports, unimportable
+    with_packages = EvaluatorReplica(1, options={"allow_packages": True}, config={"profile": "cobalt"})
     code = "import ray, sys\nprint('ok')\n"
     yes = _ask(with_packages, {"code": code, "test_cases": {"inputs": [""], "outputs": ["ok"]}})
     no = _ask(with_packages, {"code": code, "test_cases": {"inputs": [""], "outputs": ["ok"]},

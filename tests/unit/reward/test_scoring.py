@@ -525,19 +525,19 @@ class _Silent:
 
 
 async def test_evaluator_that_never_answers_is_given_up(leetcode_rows, monkeypatch, caplog):
-    """The row waits the client's timeout plus the grace (here set to 0), then scores pass rate 0
+    """cobalt: the row waits the client's timeout plus the grace (here set to 0), then scores pass rate 0
     and says so in one log line."""
     monkeypatch.setattr(scoring, "CLIENT_GRACE_S", 0.0)
     row = leetcode_rows[COLLECT]
     with caplog.at_level(logging.WARNING, logger="cobalt.reward.scoring"):
         out = await compute_score("lc", with_code(row, row["prompt"] + row["completion"]),
-                                  json.dumps(call_tests(row)), {"index": 5}, client=_Silent())
+                                  json.dumps(call_tests(row)), {"index": 5}, client=_Silent(), profile="cobalt")
     assert [r.getMessage() for r in caplog.records] == [
         "reward: row 5 of 'lc': evaluation failed (evaluation did not return within 0.25 s); scored with pass rate 0"
     ]
     assert out["reason"] == "evaluation failed: evaluation did not return within 0.25 s"
     assert out["eval_failed"] and out["pass_rate"] == 0.0
-    assert out["score"] == pytest.approx(-0.1 + F98, abs=1e-12)
+    assert out["score"] == pytest.approx(-0.1 + F95, abs=1e-12)
 
 
 async def test_raising_evaluator_reason_names_the_exception(leetcode_rows):
@@ -545,3 +545,44 @@ async def test_raising_evaluator_reason_names_the_exception(leetcode_rows):
     out = await compute_score("lc", with_code(row, row["prompt"] + row["completion"]),
                               json.dumps(call_tests(row)), None, client=_Broken())
     assert out["reason"] == "evaluation failed: evaluation raised ConnectionError: replica died"
+
+
+@pytest.mark.parametrize("token,paper_train,paper_val", [
+    # The original's format checks pass (one </think>, one ```python block closed by
+    # "\n```", no backtick in the code), so it reaches enc.encode(response); with
+    # o200k_base's special-token text in it encode raises, compute_score raises and
+    # the reward manager gives the row -1, in validation too.
+    ("<|endoftext|>", -1.0, -1.0),
+    ("<|endofprompt|>", -1.0, -1.0),
+    # <|im_end|> is Qwen's token, ordinary text for o200k_base: a correct answer scores 1.
+    ("<|im_end|>", 1.0, 1.0),
+])
+async def test_special_token_text_raises_as_the_original_under_paper(client, leetcode_rows, token, paper_train,
+                                                                      paper_val):
+    row = leetcode_rows[COLLECT]
+    tests = json.dumps(call_tests(row))
+    response = with_code(row, row["prompt"] + row["completion"]) + f"\nDone. {token}"
+    train = await compute_score("leetcode", response, tests, None, client=client)
+    val = await compute_score("leetcode", response, tests, {"is_val": True}, client=client)
+    assert (train["score"], val["score"]) == (paper_train, paper_val)
+    # cobalt counts special-token text as plain text: the correct answer scores 1 (1 + 0 format).
+    cob = await compute_score("leetcode", response, tests, None, client=client, profile="cobalt")
+    assert cob["score"] == 1.0
+
+
+def test_evaluator_wait_follows_the_original_under_paper():
+    # code_reward_func_think.py: asyncio.wait_for(EVAL_HANDLE.remote(...), timeout=30), whatever
+    # the evaluator's own timeout; cobalt waits for the client's timeout plus a grace.
+    slow = EvaluatorClient.embedded(timeout_s=300.0)
+    assert scoring.evaluator_wait_s(slow, "paper") == 30.0
+    assert scoring.evaluator_wait_s(slow, "cobalt") == 300.0 + scoring.CLIENT_GRACE_S
+
+
+async def test_indented_block_is_stripped_and_passes_end_to_end(client):
+    # The original: extract_code_from_model returns code_blocks[-1].strip() = "print(1)", which
+    # prints 1: pass rate 1 -> 1.0; the format checks pass (one </think>, one ```python block
+    # closed by "\n```", no backtick in the code) and every length is tiny -> + 0.0. Score 1.0.
+    response = "<think>x</think>\n```python\n  print(1)\n```"
+    tests = json.dumps({"inputs": [""], "outputs": ["1\n"]})
+    out = await compute_score("taco", response, tests, None, client=client)
+    assert (out["score"], out["pass_rate"]) == (1.0, 1.0)

@@ -424,3 +424,45 @@ def test_shaped_reward_uses_the_given_counter():
     # 10 words of thinking; o200k_base would count the same text as more tokens
     f10 = 0.075 * math.tanh(10 / 1024)
     assert shaped_reward(_sized(10, 30, 5), 0.0, token_counter=WordCounter()) == pytest.approx(-0.1 + f10, abs=1e-15)
+
+
+@pytest.mark.parametrize("p,b,expected", [
+    # code_reward_func_think.py, compute_score: a gain adds
+    #   (pass_rate - prev_best_pass_rate) / (1.0 - prev_best_pass_rate) * 0.1
+    # to the tier; no gain replaces the value by
+    #   -0.1 + (pass_rate - prev_best_pass_rate) / prev_best_pass_rate * 0.1
+    # Evaluated in that order these are the doubles below; "0.1 * gain / x" gives
+    # 0.2416666666666667, 0.22, -0.14285714285714288 and -0.14375000000000002 instead.
+    (1 / 2, 1 / 7, 0.24166666666666667),   # 0.2 + (0.5 - 1/7) / (6/7) * 0.1
+    (1 / 2, 3 / 8, 0.22000000000000003),   # 0.2 + 0.125 / 0.625 * 0.1
+    (1 / 2, 7 / 8, -0.14285714285714285),  # -0.1 + (-0.375) / 0.875 * 0.1
+    (1 / 2, 8 / 9, -0.14375),              # -0.1 + (0.5 - 8/9) / (8/9) * 0.1
+])
+def test_improvement_is_bit_identical_to_the_original(p, b, expected):
+    assert S.improvement_reward(p, b, S.correctness_reward(p)) == expected
+
+
+def _original_steps_2_3(p: float, b: float) -> float:
+    """code_reward_func_think.py's compute_score, steps 2-3, written out as the original writes them."""
+    if p == 1.0:
+        reward_value = 1.0
+    elif p >= 0.5:
+        reward_value = 0.2
+    elif p > 0.0:
+        reward_value = 0.0
+    else:
+        reward_value = -0.1
+    if p < 1.0 and b > 0.0:
+        if p - b > 0.0:
+            reward_value += (p - b) / (1.0 - b) * 0.1
+        else:
+            reward_value = -0.1 + (p - b) / b * 0.1
+    return reward_value
+
+
+def test_improvement_matches_the_original_on_every_grid_rate():
+    # every pass rate k/n and previous best j/m with n, m <= 24: the same double, bit for bit
+    rates = sorted({k / n for n in range(1, 25) for k in range(n + 1)})
+    for p in rates:
+        for b in rates:
+            assert S.improvement_reward(p, b, S.correctness_reward(p)) == _original_steps_2_3(p, b), (p, b)

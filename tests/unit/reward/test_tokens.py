@@ -15,6 +15,7 @@ from cobalt.reward import (
     make_token_counter,
     shaped_reward_breakdown,
 )
+from cobalt.reward.tokens import SpecialTokenError
 from reward_data import QWEN3_TOKENIZER, REPO_ROOT, TIKTOKEN_DIR
 
 
@@ -46,9 +47,17 @@ def test_special_token_text_cannot_raise():
 
 
 def test_special_token_text_in_a_response(responses):
+    """cobalt counts special-token text as text; paper raises as the original's ``enc.encode``
+    (the well-formed response reaches the length measurement, whose first encode raises)."""
     response = responses["clean"].replace("</think>", "<|endoftext|>\n</think>", 1)
-    got = shaped_reward_breakdown(response, 0.0)
+    got = shaped_reward_breakdown(response, 0.0, profile="cobalt")
     assert got.format_violation is None and got.think_tokens > 95
+    with pytest.raises(SpecialTokenError, match="o200k_base"):
+        shaped_reward_breakdown(response, 0.0)
+    with pytest.raises(SpecialTokenError):
+        shaped_reward_breakdown(response, 0.0, is_val=True)
+    # An ill-formed response returns -0.9 before any length is measured: no raise there either.
+    assert shaped_reward_breakdown(response.replace("</think>", ""), 0.0).format == -0.9
 
 
 def test_hf_tokenizer_setting(monkeypatch):

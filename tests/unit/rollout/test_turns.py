@@ -99,3 +99,49 @@ def test_failing_public_result_shape_is_a_valid_record_public_field():
 
     public = _public_from(failing_public_result(4, NO_CODE_FEEDBACK), "public", path="x", line=1)
     assert public.passing == (False,) * 4 and public.pass_rate == 0.0
+
+
+def test_paper_texts_are_the_original_inference_script_s():
+    # run_multi_turn_vllm.py, eval_completion: no code -> this sentence; asyncio.TimeoutError of
+    # its 300 s wait -> the fixed "within 30 seconds" sentence; any other exception ->
+    # f"Exception: {type(e).__name__}: {e}". All with passing [False].
+    from cobalt.rollout.turns import caller_wait_s, no_code_feedback
+
+    assert no_code_feedback("paper") == ("Failed to extract code from model response. Please ensure the model's "
+                                         "response contains a valid code block.")
+    assert error_feedback(TimeoutError(), timeout_s=300, profile="paper") == (
+        "Timeout: Program fails to execute all test cases within 30 seconds.")
+    assert error_feedback(ConnectionError("refused"), profile="paper") == "Exception: ConnectionError: refused"
+    assert turn_feedback(None, no_code=True, profile="paper") == no_code_feedback("paper")
+    assert (caller_wait_s("paper"), caller_wait_s("cobalt")) == (300.0, 30.0)
+    # cobalt keeps its own texts
+    assert no_code_feedback("cobalt") == NO_CODE_FEEDBACK
+    assert error_feedback(TimeoutError(), timeout_s=30, profile="cobalt").endswith("timed out after 30 seconds.")
+
+
+@pytest.mark.parametrize("profile", ["paper", "cobalt"])
+def test_cached_first_turns_are_executed_again_under_paper(profile):
+    # run_multi_turn_vllm.py, process_one_example: the cached responses (example["responses"]) go
+    # through get_results_and_feedback on this run's public tests; the record keeps that result.
+    # Here the cached result says "passed" for a program that prints the wrong answer: paper
+    # re-executes it (0 of 2 pass), cobalt keeps the cached verdicts (judged on the same tests).
+    from cobalt.data.problems import ProblemRecord
+    from cobalt.engines.base import SamplingParams
+    from cobalt.execution.base import TestCases
+    from cobalt.rollout.loop import RolloutConfig, rollout_problem
+
+    public = TestCases(("1\n", "2\n"), ("2", "4"))
+    problem = ProblemRecord("double", "Print twice n.", public, TestCases((), ()))
+    response = "<think>x</think>\n```python\nprint(int(input()) * 3)\n```"
+    cached = [{"response": response, "code": "print(int(input()) * 2)",
+               "public": {"passing": [True, True], "feedback": ["ok", "ok"]}}]
+    config = RolloutConfig(samples=1, repair_turns=0, profile=profile)
+    client = EvaluatorClient.embedded(max_concurrency=2)
+    record = asyncio.run(rollout_problem(problem, None, client, SamplingParams(), config, cached=cached,
+                                         cached_public=public))
+    first = record["samples"][0]["turns"][0]
+    if profile == "paper":
+        assert first["code"] == "print(int(input()) * 3)" and first["public"]["passing"] == [False, False]
+        assert first["public_pass_rate"] == 0.0 and first["rejudged"]
+    else:
+        assert first["public"]["passing"] == [True, True] and "rejudged" not in first
