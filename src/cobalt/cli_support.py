@@ -383,3 +383,19 @@ def require_file(path: Any, flag: str = "--input") -> None:
     if not os.path.isfile(path):
         what = "a folder, not a file" if os.path.isdir(path) else "no such file"
         raise UsageError(f"{flag} {path}: {what}")
+
+
+def require_output_file(path: Any) -> None:
+    """Refuse (usage error) an output ``path`` that is a folder or lies under a file, before any check or run.
+
+    The same lines as the ones :func:`describe_error` gives when opening such a path fails,
+    so that a user's mistake is named before a server or sandbox is asked for anything.
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise UsageError(f"{path}: is a folder; give a file path (folders go to --output-dir)")
+    parent = os.path.dirname(os.path.abspath(path))
+    while parent and not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if parent and not os.path.isdir(parent):
+        raise UsageError(f"{path}: a part of this path is a file, not a folder")

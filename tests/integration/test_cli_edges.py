@@ -391,7 +391,9 @@ def test_responses_beyond_max_tokens_or_one_mib_are_cut_marked_and_counted(tmp_p
     assert [t["cut"] for t in turns] == ["max_tokens", "max_tokens"]
     assert turns[0]["response"] == words[: len(words) // 10] and turns[0]["finish_reason"] == "length"
     assert turns[0]["completion_tokens"] == 100
-    resent = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "assistant"]
+    chats = [r for r in server.requests if r and "messages" in r]  # the pre-flight's GET /models aside
+    assert len(chats) == 2
+    resent = [m["content"] for m in chats[1]["messages"] if m["role"] == "assistant"]
     assert resent == [turns[0]["response"]]  # the next turn carries the cut response, not the whole one
     assert json.loads((tmp_path / "out.jsonl.summary.json").read_text())["responses_cut"] == 2
     assert re.search(r"^  responses cut\s+2$", proc.stderr, re.M)

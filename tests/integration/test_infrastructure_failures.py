@@ -373,8 +373,8 @@ def test_exec_jobs_not_judged_by_a_failing_sandbox_are_redone(tmp_path):
     first, _ = _cobalt(*args, env=_env(PATH=f"{folder}:{os.environ['PATH']}"))
     assert first.returncode == 1 and "Traceback" not in first.stderr
     assert _lines(results) == []  # no job is recorded as failing
-    assert ("0 judged (0 of 3 jobs already done), 0 bad job(s), 3 not judged because the evaluator failed (rerun to "
-            "retry them)") in first.stderr
+    assert ("0 judged (0 of 3 jobs already done), 0 bad job(s), 3 not judged because the evaluator failed "
+            "(rerun to retry them)") in first.stderr
 
     second, _ = _cobalt(*args)
     assert second.returncode == 0, second.stderr[-2000:]

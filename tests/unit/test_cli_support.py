@@ -4,8 +4,10 @@ from __future__ import annotations
 import io
 import time
 
-from cobalt.cli_support import (EXIT_INTERRUPTED, LineProgress, capped, interrupt_line, on_interrupt, progress,
-                                run_guarded)
+import pytest
+
+from cobalt.cli_support import (EXIT_INTERRUPTED, LineProgress, UsageError, capped, interrupt_line, on_interrupt,
+                                progress, require_output_file, run_guarded)
 
 
 def test_log_progress_prints_every_five_percent_and_at_the_end():
@@ -61,3 +63,17 @@ def test_run_guarded_one_line_status_and_debug():
 
 def test_capped_counts_the_rest():
     assert capped([str(i) for i in range(25)]) == [str(i) for i in range(10)] + ["... and 15 more"]
+
+
+def test_an_output_that_is_a_folder_or_under_a_file_is_a_usage_error(tmp_path):
+    with pytest.raises(UsageError, match=r"is a folder; give a file path \(folders go to --output-dir\)"):
+        require_output_file(tmp_path)
+    (tmp_path / "afile").write_text("")
+    for path in (tmp_path / "afile" / "out.jsonl", tmp_path / "afile" / "deeper" / "out.jsonl"):
+        with pytest.raises(UsageError, match="a part of this path is a file, not a folder"):
+            require_output_file(path)
+    # a file to be made, in folders that exist or are still to be made, is fine; nothing is created
+    require_output_file(tmp_path / "out.jsonl")
+    require_output_file(tmp_path / "new" / "sub" / "out.jsonl")
+    require_output_file("relative-out.jsonl")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]

@@ -294,7 +294,8 @@ def malformed_reply_check(resp: Any, error: Callable[[str], Exception]) -> list[
     or when a choice's message content is null."""
     choices = getattr(resp, "choices", None)
     if not choices:
-        raise error(f"the reply has no choices (a malformed answer of the server: {first_line(repr(resp), 200)})")
+        raise error("the reply has no choices: no 'choices' list, or an empty one (a malformed answer of the "
+                    f"server: {first_line(repr(resp), 200)})")
     choices = sorted(choices, key=lambda c: getattr(c, "index", 0) or 0)
     for k, choice in enumerate(choices):
         message = getattr(choice, "message", None)

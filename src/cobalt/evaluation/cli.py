@@ -155,6 +155,9 @@ def run(args: argparse.Namespace) -> int:
     if not Path(args.input).exists():
         print(f"cobalt eval: {args.input}: no such file", file=sys.stderr)
         return 2
+    from cobalt.cli_support import require_output_file
+
+    require_output_file(args.output)
     try:
         total = count_unique_records(args.input)
     except RecordError as exc:

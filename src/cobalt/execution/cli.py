@@ -140,8 +140,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     settings = None
     if not args.code:
+        from cobalt.cli_support import require_output_file
         from cobalt.io import resume_guard
 
+        require_output_file(args.output)
         settings, refused = resume_guard(args, [args.input])
         if refused:
             print(f"cobalt exec: {refused}", file=sys.stderr)
@@ -286,9 +288,9 @@ async def run_jobs(input_path: Path, output_path: Path, client, *, progress: boo
             job_id = f"line:{exc.line}"
             if job_id not in out.done:
                 out.write({"id": job_id, "line": exc.line, "error": str(exc), "passing": [], "feedback": [], "status": []})
-        already = resumed_line(len(out.done), len(out.done) + len(pending), "jobs")
-        if out.done:
-            print(f"exec: {already}", file=sys.stderr)
+        already = len(out.done)
+        if already:
+            print(f"exec: {resumed_line(already, already + len(pending), 'jobs')}", file=sys.stderr)
         bar = progress_counter(len(pending), "exec", "programs", enabled=progress)
 
         async def one(job_id: Any, code: str, tests: Any) -> None:
@@ -313,6 +315,8 @@ async def run_jobs(input_path: Path, output_path: Path, client, *, progress: boo
             bar.close()
     for text in infra[:10]:
         print(f"cobalt exec: not judged (evaluator failure): {text}", file=sys.stderr)
-    print(f"cobalt exec: {len(pending) - len(infra)} judged ({already}), {bad} bad job(s), {len(infra)} not judged because "
-          f"the evaluator failed (rerun to retry them), results in {output_path}", file=sys.stderr)
+    not_judged = (f", {len(infra)} not judged because the evaluator failed (rerun to retry them)"
+                  if infra else "")
+    print(f"cobalt exec: {len(pending) - len(infra)} judged ({resumed_line(already, already + len(pending), 'jobs')}),"
+          f" {bad} bad job(s){not_judged}, results in {output_path}", file=sys.stderr)
     return 1 if bad or infra else 0

@@ -263,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
     from cobalt.health import BreakerOpen, FailureBreaker, PreflightError, preflight
     from cobalt.io import JsonlAppender, check_unique_id, empty_input_warning, resume_guard, write_json_atomic
     from cobalt.profile import profile_from_args
-    from cobalt.cli_support import capped, on_interrupt, progress, resumed_line, thinking_value
+    from cobalt.cli_support import capped, on_interrupt, progress, require_output_file, resumed_line, thinking_value
     from cobalt.rollout.loop import RolloutConfig, RolloutStats, run_rollout
 
     profile = profile_from_args(args)
@@ -284,8 +284,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.model:
         print("cobalt rollout: --model is required", file=sys.stderr)
         return 2
-    if Path(args.output).is_dir():  # said before the engine and evaluator checks, which take seconds
-        raise IsADirectoryError(21, "Is a directory", args.output)
+    require_output_file(args.output)
+    if args.limit == 0:  # asked for no problem: nothing runs, nothing is written (an empty input is another matter)
+        print("rollout: 0 problems (--limit 0); nothing to do", file=sys.stderr)
+        return 0
     settings, refused = resume_guard(args, [args.input, args.first_turn_from], profile=str(profile))
     if refused:
         print(f"cobalt rollout: {refused}", file=sys.stderr)

@@ -599,8 +599,11 @@ def test_progress_bar_only_when_asked(tmp_path, leetcode, capsys):
     assert capsys.readouterr().err == ""
     build_prompts(path, BuildConfig(), None, progress=True)
     err = capsys.readouterr().err
-    # the counter's last state: the records are counted first, so it has a total
-    assert "build-prompts: 3/3 problems (100%)" in err
+    # stderr is not a terminal here: plain lines with the total (counted before the run), no tqdm frames
+    assert "\r" not in err
+    lines = err.splitlines()
+    assert lines and all(line.startswith("build-prompts: ") for line in lines), err
+    assert lines[-1].startswith("build-prompts: 3/3 problems (100%)"), err
 
 
 def test_iter_records_extracts_code_under_the_profile(tmp_path, leetcode):
