@@ -228,7 +228,7 @@ async def test_timed_out_row_scores_as_failed(problems, reward_env, profile, val
 
 
 async def test_timed_out_evaluation_is_shaped_as_pass_rate_zero(problems, reward_env, monkeypatch):
-    """Issue 10 2d: the evaluator gives up on a slow program inside the reward function; the row
+    """Regression: the evaluator gives up on a slow program inside the reward function; the row
     scores as pass rate 0 with the usual shaping (paper, METHOD §9), not -1; 0 in validation."""
     monkeypatch.setenv("COBALT_EVAL_TIMEOUT", "1")
     reset_client()

@@ -1,4 +1,4 @@
-"""Regression tests of the red-team findings of issue 9, through the real sandbox.
+"""Regression tests of the red-team findings of the first security review, through the real sandbox.
 
 1. a return value that the host cannot parse fails that program only;
 2. kernel objects keyed by uid that outlive a process (keyrings, SysV IPC,

@@ -81,7 +81,7 @@ def test_unknown_template_name():
 
 
 def test_all_passed_goes_through_repair():
-    """Issue 10 2a/2h: the all-passed sentence is wrapped in the repair instruction, never sent alone."""
+    """Regression: the all-passed sentence is wrapped in the repair instruction, never sent alone."""
     message = prompts.feedback_turn_message(None)
     assert message.startswith("Your previous program was run on test cases")
     assert message.endswith(

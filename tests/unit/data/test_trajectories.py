@@ -521,7 +521,7 @@ def test_seeded_shuffle(tmp_path, leetcode):
     assert ids[:3] != in_file_order[:3] and len({i.split("/")[0] for i in ids[:6]}) > 2
 
 
-# ------------------------------------------------------------------ found by mutation testing (issue 11)
+# ------------------------------------------------------------------ found by mutation testing
 
 
 def test_template_overrides_reach_every_message(tmp_path, leetcode):

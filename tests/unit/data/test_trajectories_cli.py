@@ -164,7 +164,7 @@ def test_help_explains_every_flag(capsys):
     assert "(default: 10000)" in text and "(default: 6000)" in text and "(default: 16)" in text
 
 
-# ------------------------------------------------------------------ flags (found by mutation testing, issue 11)
+# ------------------------------------------------------------------ flags (found by mutation testing)
 
 
 def build_prompts_parser():
@@ -271,7 +271,7 @@ def test_config_from_every_flag(monkeypatch):
     assert (from_env.profile, from_env.stop_when) == ("cobalt", "correct")
 
 
-# ------------------------------------------------------------------ `run` (found by mutation testing, issue 11)
+# ------------------------------------------------------------------ `run` (found by mutation testing)
 
 
 def test_run_prints_the_summary_and_records_its_inputs(tmp_path, capsys):

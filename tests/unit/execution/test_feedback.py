@@ -167,7 +167,7 @@ def fast() -> LocalExecutor:
 
 
 def test_sandbox_exit_code_without_stderr(executor):
-    """Issue 10 2a: main showed "Exit code 3"; the original shows the expected output."""
+    """Regression: main showed "Exit code 3"; the original shows the expected output."""
     prog = "import sys\nprint('so far')\nsys.exit(3)\n"
     tests = TestCases(("4\n",), ("16",))
     assert executor.run_sync(prog, tests, PAPER).feedback == (

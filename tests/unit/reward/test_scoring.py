@@ -136,7 +136,7 @@ THINK_TERM = {"paper": F98, "cobalt": F95}  # cobalt counts the reasoning withou
     ],
 )
 async def test_timed_out_evaluation_is_pass_rate_zero(leetcode_rows, profile, extra, base):
-    """Issue 10 2d / METHOD §9: an evaluation that times out is shaped as pass rate 0, not -1."""
+    """Regression, METHOD §9: an evaluation that times out is shaped as pass rate 0, not -1."""
     row = leetcode_rows[COLLECT]
     impatient = EvaluatorClient.embedded(timeout_s=1.0)
     out = await compute_score("leetcode", with_code(row, LOOP), json.dumps(call_tests(row)), extra or None,
@@ -216,7 +216,7 @@ class _Counting:
 
 @pytest.mark.parametrize("setting,bound", [("2", 2), ("0", 1)])  # at least one row runs
 async def test_concurrency_bound_holds(leetcode_rows, monkeypatch, setting, bound):
-    """Issue 11: COBALT_REWARD_CONCURRENCY bounds the rows in flight (removing the semaphore fails this)."""
+    """Mutation testing: COBALT_REWARD_CONCURRENCY bounds the rows in flight (removing the semaphore fails this)."""
     monkeypatch.setenv("COBALT_REWARD_CONCURRENCY", setting)
     monkeypatch.setattr(scoring, "_state", {"client": None, "sem": None, "loop": None})
     row = leetcode_rows[COLLECT]
