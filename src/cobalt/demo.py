@@ -148,7 +148,9 @@ async def _main(args: argparse.Namespace) -> int:
     from cobalt.engines.base import SamplingParams
 
     t0 = time.perf_counter()
-    await engine.generate([[{"role": "user", "content": "hello"}]], SamplingParams(max_new_tokens=1))
+    from cobalt.rollout.conversation import message
+
+    await engine.generate([[message("user", "hello")]], SamplingParams(max_new_tokens=1))
     _line("2 model", f"{label} ({args.engine} engine, loaded in {time.perf_counter() - t0:.1f}s; "
           f"{'greedy' if args.temperature == 0 else 'temperature 0.6, top-p 0.95'}, {args.max_tokens} new tokens)")
 
@@ -220,7 +222,8 @@ async def _rollout(args, engine, client, work: Path, problems_path: Path, profil
     from cobalt.io import JsonlAppender
     from cobalt.rollout.cli import load_first_turns
     from cobalt.rollout.leetcode import fenced_answer
-    from cobalt.rollout.loop import RolloutConfig, RolloutStats, extract_program, judge_public, run_rollout
+    from cobalt.rollout.loop import RolloutConfig, RolloutStats, judge_public, run_rollout
+    from cobalt.text import extract_code
 
     problems = [p for _, p in iter_problems(problems_path)]
     params = SamplingParams(temperature=args.temperature, top_p=0.95 if args.temperature else 1.0,
@@ -251,7 +254,7 @@ async def _rollout(args, engine, client, work: Path, problems_path: Path, profil
             firsts = []
             if args.first_turn == "shipped":
                 response = answers[problem.id]
-                program = extract_program(response, profile)
+                program = extract_code(response, profile)
                 public = await judge_public(program, problem, client, shipped_stats)
                 firsts.append({"turns": [{"response": response, "code": program, "public": public,
                                           "public_pass_rate": sum(public["passing"]) / len(public["passing"]),

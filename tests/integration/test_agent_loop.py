@@ -15,7 +15,7 @@ Generation comes from stand-ins for verl's LLM server client (the same
 
 Expected values are computed independently of the loop: the evaluator is called
 directly on the same programs, the feedback text comes from
-``cobalt.rollout.turns.next_user_message``, the reward from ``cobalt.reward``.
+``cobalt.rollout.conversation.next_user_message``, the reward from ``cobalt.reward``.
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from cobalt.execution.base import TestCases  # noqa: E402
 from cobalt.execution.client import EvaluatorClient  # noqa: E402
 from cobalt.prompts import problem_prompt, system_prompt  # noqa: E402
 from cobalt.reward import shaped_reward  # noqa: E402
-from cobalt.rollout.turns import next_user_message  # noqa: E402
+from cobalt.rollout.conversation import next_user_message  # noqa: E402
 from cobalt.verl_plugin.runs import RunSettings, build_overrides, compose_config  # noqa: E402
 
 pytestmark = pytest.mark.verl

@@ -20,6 +20,7 @@ LAYERS: dict[str, int] = {
     "cobalt": 0,  # the package itself (__version__)
     "cobalt.io": 0,
     "cobalt.profile": 0,
+    "cobalt.defaults": 0,
     "cobalt.text": 1,
     "cobalt.prompts": 1,
     # base: services every stage may use

@@ -68,6 +68,7 @@ def _rates(values: Sequence[Any]) -> str:
 def judge_messages(case: Mapping[str, Any], template_dir: str | None = None) -> list[dict[str, str]]:
     """The system and user messages that ask the judge about ``case``."""
     from cobalt.prompts import judge_prompt, judge_system_prompt
+    from cobalt.rollout.conversation import message
 
     user = judge_prompt(
         template_dir,
@@ -78,7 +79,7 @@ def judge_messages(case: Mapping[str, Any], template_dir: str | None = None) -> 
         diff=str(case.get("diff") or "").rstrip() or "(no change)",
         pass_rates=format_pass_rates(case),
     )
-    return [{"role": "system", "content": judge_system_prompt(template_dir)}, {"role": "user", "content": user}]
+    return [message("system", judge_system_prompt(template_dir)), message("user", user)]
 
 
 def majority(verdicts: Sequence[int | None]) -> tuple[int | None, float | None]:

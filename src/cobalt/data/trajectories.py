@@ -253,34 +253,14 @@ def select_trajectories(record: TrajectoryRecord, config: BuildConfig) -> list[i
 # ---------------------------------------------------------------- messages
 
 
-def first_turn_messages(problem: ProblemRecord, template_dir: str | None = None) -> Messages:
-    """System prompt and the problem instruction (the data set's own, when it fixes one)."""
-    from cobalt.prompts import problem_prompt, system_prompt
-
-    user = problem.instruction if problem.instruction is not None else problem_prompt(problem.question, template_dir)
-    return [{"role": "system", "content": system_prompt(template_dir)}, {"role": "user", "content": user}]
-
-
-def feedback_message(turn: TurnRecord, template_dir: str | None = None) -> str:
-    """The user message after ``turn``: the repair instruction with the first failing public
-    test's feedback, or with the all-public-passed message (wrapped too, as the original does)."""
-    from cobalt.prompts import feedback_all_public_passed, repair_prompt
-
-    failure = turn.public.first_failure_feedback()
-    return repair_prompt(feedback_all_public_passed(template_dir) if failure is None else failure, template_dir)
-
-
 def history_messages(problem: ProblemRecord, sample: SampleRecord, t: int, config: BuildConfig) -> Messages:
-    """The chat up to and including the feedback after model turn ``t`` (1-based)."""
-    from cobalt.text import history_text
+    """The chat up to and including the feedback after model turn ``t`` (1-based): the
+    conversation of :mod:`cobalt.rollout.conversation` replayed over the sample's turns."""
+    from cobalt.rollout.conversation import replay
 
-    messages = first_turn_messages(problem, config.template_dir)
     max_chars = config.history_max_chars if config.history_max_chars > 0 else sys.maxsize
-    for turn in sample.turns[:t]:
-        content = history_text(turn.response, enable_thinking=config.enable_thinking, max_chars=max_chars)
-        messages.append({"role": "assistant", "content": content})
-        messages.append({"role": "user", "content": feedback_message(turn, config.template_dir)})
-    return messages
+    return replay(problem, sample.turns[:t], enable_thinking=config.enable_thinking, max_chars=max_chars,
+                  template_dir=config.template_dir)
 
 
 class TokenCounter:
@@ -381,6 +361,8 @@ def process_record(
         summary.problems_too_easy += 1
         return []
     summary.problems_considered += 1
+    from cobalt.rollout.conversation import first_turn_messages
+
     rows = [_row(record.problem, None, 0, first_turn_messages(record.problem, config.template_dir), 0.0)]
     chosen = select_trajectories(record, config)
     if chosen:

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from cobalt.data.problems import ProblemRecord, problem_from_dict
-from cobalt.rollout.loop import extract_program
-from cobalt.text import HISTORY_MAX_CHARS, history_text
+from cobalt.defaults import HISTORY_MAX_CHARS
+from cobalt.text import extract_code, history_text
 
 
 @dataclass
@@ -43,10 +43,10 @@ def turn_program(turn: Mapping[str, Any], *, profile: str, enable_thinking: bool
     response = turn["response"]
     if str(profile) == "paper":
         shown = history_text(response, enable_thinking=enable_thinking, max_chars=history_max_chars)
-        return extract_program(shown, profile)
+        return extract_code(shown, profile)
     if "code" in turn:
         return turn["code"]
-    return extract_program(response, profile)
+    return extract_code(response, profile)
 
 
 async def evaluate_record(record: Mapping[str, Any], client: Any, *, profile: str = "paper",

@@ -30,11 +30,12 @@ def public_count(n_tests: int, n_public: int = N_PUBLIC) -> int:
 
 
 def problem_record(problem: LeetCodeProblem, n_public: int = N_PUBLIC) -> dict:
-    """A problems-file record (``cobalt.data.problems``) for ``problem``, call-based tests."""
+    """A problems-file record (``cobalt.data.problems``) for ``problem``, call-based tests, with
+    the starter code that the first turn shows."""
     tests = problem.call_tests()
     k = public_count(len(tests), n_public)
     public, hidden = tests.subset(range(k)), tests.subset(range(k, len(tests)))
-    return {
+    record = {
         "id": problem.task_id,
         "question": problem.question,
         "difficulty": problem.difficulty or None,
@@ -43,6 +44,9 @@ def problem_record(problem: LeetCodeProblem, n_public: int = N_PUBLIC) -> dict:
         "hidden_test_cases": tests_json(hidden),
         "test_cases": tests_json(tests),
     }
+    if problem.starter_code:
+        record["starter_code"] = problem.starter_code
+    return record
 
 
 def fenced_answer(problem: LeetCodeProblem) -> str:

@@ -8,10 +8,11 @@ Single-turn inference is the loop with zero repair turns. Per problem:
    model starts from the same first turns);
 2. then ``repair_turns`` repair turns per sample, every one of them (no early
    stop, even after all public tests pass). The conversation is system, user,
-   then (assistant, user) pairs: the assistant message is
-   :func:`cobalt.text.history_text` of the response (the text after the last
-   ``</think>`` cut to 6,000 characters with ``enable_thinking``, else the whole
-   response), the user message :func:`cobalt.rollout.turns.next_user_message`.
+   then (assistant, user) pairs, built by :mod:`cobalt.rollout.conversation`:
+   the assistant message is :func:`cobalt.text.history_text` of the response (the
+   text after the last ``</think>`` cut to 6,000 characters with ``enable_thinking``,
+   else the whole response), the user message the repair instruction around the
+   turn's feedback.
 
 Every turn's program is the last block of the RAW response (thinking included),
 run on the public tests only through :class:`cobalt.execution.client.EvaluatorClient`.
@@ -36,10 +37,11 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from cobalt.data.problems import ProblemRecord
 from cobalt.engines.base import Completion, Engine, SamplingParams
-from cobalt.execution.base import ExecutionResult, TestCases
+from cobalt.execution.base import TestCases
 from cobalt.io import counts_dict
-from cobalt.rollout.turns import NO_CODE_FEEDBACK, error_feedback, failing_public_result, next_user_message
-from cobalt.text import HISTORY_MAX_CHARS, extract_code, history_text
+from cobalt.defaults import HISTORY_MAX_CHARS
+from cobalt.rollout.conversation import Step, environment_step, extend, first_turn_messages, judge_program
+from cobalt.text import extract_code
 
 RECORD_FIELDS_DROPPED = ("samples", "hidden_eval")
 """Fields of an input record that a rollout replaces (an inference record given as input)."""
@@ -104,22 +106,6 @@ class RolloutStats:
         return counts_dict(self)
 
 
-def extract_program(response: str, profile: str) -> str | None:
-    """The program of a response: the last fenced block, by the profile's extraction rule."""
-    try:
-        return extract_code(response, profile=str(profile))
-    except TypeError:  # an extract_code without the profile switch
-        return extract_code(response)
-
-
-def first_turn_messages(problem: ProblemRecord, template_dir: str | None = None) -> list[dict]:
-    """System prompt and first user message (the data set's ``instruction`` when it has one)."""
-    from cobalt.prompts import problem_prompt, system_prompt
-
-    user = problem.instruction if problem.instruction is not None else problem_prompt(problem.question, template_dir)
-    return [{"role": "system", "content": system_prompt(template_dir)}, {"role": "user", "content": user}]
-
-
 def request_seed(base: int | None, problem_id: str, sample: int, turn: int) -> int | None:
     """A per-request seed derived from ``base`` (None stays None), stable across runs and resumes."""
     if base is None:
@@ -153,28 +139,27 @@ async def _generate(engine: Engine, messages: Sequence[Mapping[str, str]], param
 
 
 async def judge_public(program: str | None, problem: ProblemRecord, client: Any, stats: RolloutStats) -> dict:
-    """The public-test result of one program as an inference record's ``public`` field.
+    """The public-test result of one program as an inference record's ``public`` field
+    (:func:`cobalt.rollout.conversation.judge_program`), counted in ``stats``."""
+    step = await judge_program(program, problem.public, client)
+    _count(step, stats)
+    return step.public
 
-    No program: every public test fails with :data:`NO_CODE_FEEDBACK`. An
-    evaluator call that raises: every test fails with the error's text.
-    """
-    n = len(problem.public)
-    if program is None:
+
+async def _step(response: str, problem: ProblemRecord, client: Any, stats: RolloutStats,
+                profile: str) -> tuple[str | None, dict]:
+    step = await environment_step(response, problem.public, client, profile=profile)
+    _count(step, stats)
+    return step.program, step.public
+
+
+def _count(step: Step, stats: RolloutStats) -> None:
+    if step.no_code:
         stats.no_code += 1
-        return failing_public_result(n, NO_CODE_FEEDBACK)
-    stats.programs_run += 1
-    try:
-        result: ExecutionResult = await client.evaluate(program, problem.public)
-    except Exception as exc:  # the client promises not to raise; a caller-side failure still gets feedback
+    else:
+        stats.programs_run += 1
+    if step.evaluator_error:
         stats.evaluator_errors += 1
-        return failing_public_result(n, error_feedback(exc, timeout_s=getattr(client, "timeout_s", None)))
-    public = {"passing": list(result.passing), "feedback": list(result.feedback)}
-    if result.error is not None:
-        stats.evaluator_errors += 1
-        public["error"] = result.error
-    if not public["passing"]:
-        return failing_public_result(n, result.error or "the evaluator returned no verdicts")
-    return public
 
 
 def _turn_record(response: str, completion: Completion | None, program: str | None, public: dict) -> dict:
@@ -195,7 +180,7 @@ def _cached_turn(turn: Mapping[str, Any], profile: str) -> dict:
     """A cached first turn as this run records it: its fields kept (the public result
     included, not re-executed), an earlier hidden evaluation dropped, ``cached`` set."""
     response = turn["response"]
-    program = turn["code"] if "code" in turn else extract_program(response, profile)
+    program = turn["code"] if "code" in turn else extract_code(response, profile)
     public = {"passing": list(turn["public"]["passing"]), "feedback": list(turn["public"]["feedback"])}
     if turn["public"].get("error") is not None:
         public["error"] = turn["public"]["error"]
@@ -214,19 +199,12 @@ async def _run_sample(problem: ProblemRecord, index: int, first: dict, engine: E
         on_turn()
     for t in range(1, config.repair_turns + 1):
         prev = turns[-1]
-        messages.append({
-            "role": "assistant",
-            "content": history_text(prev["response"], enable_thinking=config.enable_thinking,
-                                    max_chars=config.history_max_chars),
-        })
-        messages.append({
-            "role": "user",
-            "content": next_user_message(prev["public"], no_code=prev["code"] is None, template_dir=config.template_dir),
-        })
+        messages = extend(messages, prev["response"], prev["public"], no_code=prev["code"] is None,
+                          enable_thinking=config.enable_thinking, max_chars=config.history_max_chars,
+                          template_dir=config.template_dir)
         seeded = dataclasses.replace(params, n=1, seed=request_seed(_base_seed(params, config), problem.id, index, t))
         (completion,) = await _generate(engine, messages, seeded, limiter, stats)
-        program = extract_program(completion.text, config.profile)
-        public = await judge_public(program, problem, client, stats)
+        program, public = await _step(completion.text, problem, client, stats, config.profile)
         turns.append(_turn_record(completion.text, completion, program, public))
         if on_turn:
             on_turn()
@@ -265,9 +243,9 @@ async def rollout_problem(problem: ProblemRecord, engine: Engine, client: Any, p
         messages = first_turn_messages(problem, config.template_dir)
         first_params = dataclasses.replace(params, n=n, seed=request_seed(_base_seed(params, config), problem.id, 0, 0))
         completions = await _generate(engine, messages, first_params, limiter, stats)
-        programs = [extract_program(c.text, config.profile) for c in completions]
-        publics = await asyncio.gather(*(judge_public(p, problem, client, stats) for p in programs))
-        firsts = [_turn_record(c.text, c, p, pub) for c, p, pub in zip(completions, programs, publics)]
+        judged = await asyncio.gather(*(_step(c.text, problem, client, stats, config.profile)
+                                        for c in completions))
+        firsts = [_turn_record(c.text, c, p, pub) for c, (p, pub) in zip(completions, judged)]
     samples = await asyncio.gather(*(
         _run_sample(problem, i, firsts[i], engine, client, params, config, limiter, stats, on_turn) for i in range(n)
     ))

@@ -1,7 +1,7 @@
-"""The user message of a repair turn, built from a program's public-test result.
+"""The feedback of a turn, chosen from a program's public-test result.
 
 METHOD §9: every feedback, the all-public-tests-passed sentence included, is
-wrapped in the repair instruction (``cobalt.prompts.repair_prompt``). What goes
+wrapped in the repair instruction (by ``cobalt.rollout.conversation``). What goes
 inside is, in this order of precedence:
 
 1. a response without a program: :data:`NO_CODE_FEEDBACK`;
@@ -84,20 +84,6 @@ def turn_feedback(result: Any, *, no_code: bool = False, error: BaseException | 
         if not ok:
             return text
     return feedback_all_public_passed(template_dir)
-
-
-def next_user_message(result: Any, *, no_code: bool = False, error: BaseException | str | None = None,
-                      template_dir: str | os.PathLike | None = None) -> str:
-    """The next turn's user message: the repair instruction wrapping this turn's feedback.
-
-    The feedback is chosen by :func:`turn_feedback` (no code, caller-side error,
-    first failing public test, or the all-public-tests-passed message); it is
-    always wrapped in ``cobalt.prompts.repair_prompt`` (METHOD §9).
-    """
-    from cobalt.prompts import repair_prompt
-
-    text = turn_feedback(result, no_code=no_code, error=error, template_dir=template_dir)
-    return repair_prompt(text, template_dir)
 
 
 def failing_public_result(n_tests: int, feedback: str) -> dict:

@@ -1,0 +1,165 @@
+"""The multi-turn conversation, written once (METHOD §4, §9).
+
+Every place that talks to a policy about a problem builds its messages here:
+the rollout loop (:mod:`cobalt.rollout.loop`), the bandit-prompt builder
+(:mod:`cobalt.data.trajectories`), the veRL datasets and the online agent loop
+(:mod:`cobalt.verl_plugin.agent_loop`). A conversation is
+
+    system, user (first turn), then (assistant, user) pairs
+
+- the first turn: :func:`first_turn_messages`, the system prompt and the
+  instruction of the problem's interface (a data set's own ``instruction`` when
+  it fixes one; otherwise :func:`cobalt.prompts.problem_prompt`, which shows the
+  starter code and the called name when the tests call a function);
+- the assistant turn as the history keeps it: :func:`assistant_message`
+  (:func:`cobalt.text.history_text`);
+- the next user message: :func:`next_user_message`, the repair instruction
+  around the turn's feedback (:func:`cobalt.rollout.turns.turn_feedback`);
+- the environment step "response -> program -> public result":
+  :func:`environment_step`; :func:`extend` then appends the assistant turn and
+  the next user message.
+
+Nothing else in ``cobalt`` writes a chat message (a ``role``/``content`` dict);
+a test checks it.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from cobalt.data.problems import ProblemRecord
+from cobalt.defaults import HISTORY_MAX_CHARS
+from cobalt.execution.base import ExecutionResult, TestCases
+from cobalt.rollout.turns import NO_CODE_FEEDBACK, error_feedback, failing_public_result, turn_feedback
+from cobalt.text import extract_code, history_text
+
+Messages = list[dict[str, str]]
+"""A chat: ``{"role": ..., "content": ...}`` dicts, oldest first."""
+
+STARTER_CODE_FIELD = "starter_code"
+"""Problem-record field with the code a call-based problem's answer starts from."""
+
+
+def message(role: str, content: str) -> dict[str, str]:
+    """One chat message."""
+    return {"role": role, "content": content}
+
+
+def first_turn_instruction(problem: ProblemRecord, template_dir: str | os.PathLike | None = None) -> str:
+    """The first user message of ``problem``: the data set's own instruction when it fixes one,
+    else the instruction of the interface its tests call (standard input, or the function
+    ``fn_name`` of the tests with the problem's starter code)."""
+    from cobalt.prompts import problem_prompt
+
+    if problem.instruction is not None:
+        return problem.instruction
+    starter = problem.extra.get(STARTER_CODE_FIELD)
+    return problem_prompt(problem.question, template_dir, fn_name=problem.public.fn_name,
+                          starter_code=starter if isinstance(starter, str) else "")
+
+
+def first_turn_messages(problem: ProblemRecord, template_dir: str | os.PathLike | None = None) -> Messages:
+    """System prompt and the first user message (:func:`first_turn_instruction`)."""
+    from cobalt.prompts import system_prompt
+
+    return [message("system", system_prompt(template_dir)),
+            message("user", first_turn_instruction(problem, template_dir))]
+
+
+def assistant_message(response: str, *, enable_thinking: bool, max_chars: int = HISTORY_MAX_CHARS) -> dict[str, str]:
+    """An assistant turn as the next turn's history shows it (:func:`cobalt.text.history_text`)."""
+    return message("assistant", history_text(response, enable_thinking=enable_thinking, max_chars=max_chars))
+
+
+def repair_message(feedback: str | None, template_dir: str | os.PathLike | None = None) -> str:
+    """The repair instruction around ``feedback``; None stands for the all-public-tests-passed
+    text, which is wrapped the same way (METHOD §9)."""
+    from cobalt.prompts import feedback_all_public_passed, repair_prompt
+
+    return repair_prompt(feedback_all_public_passed(template_dir) if feedback is None else feedback, template_dir)
+
+
+def next_user_message(result: Any, *, no_code: bool = False, error: BaseException | str | None = None,
+                      template_dir: str | os.PathLike | None = None) -> str:
+    """The next turn's user message: the repair instruction wrapping this turn's feedback.
+
+    ``result`` is the turn's public result (an ExecutionResult, a record's
+    ``public`` field or :class:`cobalt.data.records.PublicResult`); the feedback
+    is chosen by :func:`cobalt.rollout.turns.turn_feedback` (no code, caller-side
+    error, first failing public test, or the all-public-tests-passed text).
+    """
+    from cobalt.prompts import repair_prompt
+
+    return repair_prompt(turn_feedback(result, no_code=no_code, error=error, template_dir=template_dir), template_dir)
+
+
+def extend(messages: Sequence[Mapping[str, str]], response: str, public: Any, *, no_code: bool,
+           enable_thinking: bool, max_chars: int = HISTORY_MAX_CHARS,
+           template_dir: str | os.PathLike | None = None) -> Messages:
+    """``messages`` followed by the assistant turn ``response`` and the user message its public
+    result ``public`` calls for (a new list; ``messages`` is left as it is)."""
+    return [dict(m) for m in messages] + [
+        assistant_message(response, enable_thinking=enable_thinking, max_chars=max_chars),
+        message("user", next_user_message(public, no_code=no_code, template_dir=template_dir)),
+    ]
+
+
+def replay(problem: ProblemRecord, turns: Sequence[Any], *, enable_thinking: bool,
+           max_chars: int = HISTORY_MAX_CHARS, template_dir: str | os.PathLike | None = None) -> Messages:
+    """The conversation after ``turns`` (objects or mappings with ``response``, ``code`` and
+    ``public``): first turn, then :func:`extend` per turn."""
+    messages = first_turn_messages(problem, template_dir)
+    for turn in turns:
+        get = turn.get if isinstance(turn, Mapping) else lambda key: getattr(turn, key)
+        messages = extend(messages, get("response"), get("public"), no_code=get("code") is None,
+                          enable_thinking=enable_thinking, max_chars=max_chars, template_dir=template_dir)
+    return messages
+
+
+@dataclass
+class Step:
+    """What the environment made of one response."""
+
+    program: str | None
+    """The response's program (None: no code block, nothing ran)."""
+    public: dict
+    """The public result as an inference record's ``public`` field."""
+    result: ExecutionResult | None = None
+    """The evaluator's result (None when nothing ran or the call raised)."""
+    evaluator_error: bool = False
+    """The evaluator call raised or reported an error."""
+
+    @property
+    def no_code(self) -> bool:
+        """True when the response held no program."""
+        return self.program is None
+
+
+async def judge_program(program: str | None, tests: TestCases, client: Any) -> Step:
+    """Program -> public result: ``program`` run on ``tests`` through ``client``.
+
+    No program (None): every test fails with :data:`cobalt.rollout.turns.NO_CODE_FEEDBACK`.
+    A call that raises: every test fails with the error's text (a caller-side failure
+    still gets feedback); so does a result without verdicts.
+    """
+    n = len(tests)
+    if program is None:
+        return Step(None, failing_public_result(n, NO_CODE_FEEDBACK))
+    try:
+        result: ExecutionResult = await client.evaluate(program, tests)
+    except Exception as exc:  # the client promises not to raise; keep the trajectory going with feedback
+        timeout_s = getattr(client, "timeout_s", None)
+        return Step(program, failing_public_result(n, error_feedback(exc, timeout_s=timeout_s)), None, True)
+    public = {"passing": list(result.passing), "feedback": list(result.feedback)}
+    if result.error is not None:
+        public["error"] = result.error
+    if not public["passing"]:
+        return Step(program, failing_public_result(n, result.error or "the evaluator returned no verdicts"), result, True)
+    return Step(program, public, result, result.error is not None)
+
+
+async def environment_step(response: str, tests: TestCases, client: Any, *, profile: str | None = None) -> Step:
+    """Response -> program -> public result: the program is the last block of the RAW response
+    (thinking included) by ``profile``'s extraction rule, judged by :func:`judge_program`."""
+    return await judge_program(extract_code(response, profile), tests, client)
