@@ -218,6 +218,7 @@ def _choose_model(args: argparse.Namespace, work: Path) -> tuple[str, str, bool]
 async def _rollout(args, engine, client, work: Path, problems_path: Path, profile: str, leet) -> bool:
     """Stages 3 and 4: the first turn (cached real answers or the model's) and the repair turns."""
     from cobalt.data.problems import iter_problems
+    from cobalt.data.records import inference_record, public_rates, turn_dict
     from cobalt.engines.base import SamplingParams
     from cobalt.io import JsonlAppender
     from cobalt.rollout.cli import load_first_turns
@@ -256,11 +257,9 @@ async def _rollout(args, engine, client, work: Path, problems_path: Path, profil
                 response = answers[problem.id]
                 program = extract_code(response, profile)
                 public = await judge_public(program, problem, client, shipped_stats)
-                firsts.append({"turns": [{"response": response, "code": program, "public": public,
-                                          "public_pass_rate": sum(public["passing"]) / len(public["passing"]),
-                                          "shipped_answer": True}]})
+                firsts.append({"turns": [{**turn_dict(response, program, public), "shipped_answer": True}]})
             firsts += model_first.get(problem.id, [])
-            out.write({**problem.to_dict(), "enable_thinking": False, "samples": firsts})
+            out.write(inference_record(problem.to_dict(), firsts, enable_thinking=False))
 
         await asyncio.gather(*(one(p) for p in problems))
     if args.first_turn == "shipped":
@@ -269,7 +268,7 @@ async def _rollout(args, engine, client, work: Path, problems_path: Path, profil
     else:
         source = f"the model's {samples} samples"
     first = [json.loads(x) for x in first_path.read_text().splitlines()]
-    rates = [t["turns"][0]["public_pass_rate"] for r in first for t in r["samples"]]
+    rates = [s[0] for r in first for s in public_rates(r)]
     _line("3 first turn", f"{source}: mean public pass rate {sum(rates) / max(len(rates), 1):.3f}, "
           f"{sum(r == 1.0 for r in rates)}/{len(rates)} pass every public test [{time.perf_counter() - t0:.1f}s]")
 
@@ -288,7 +287,7 @@ async def _rollout(args, engine, client, work: Path, problems_path: Path, profil
     recs = [json.loads(x) for x in (work / "rollout.jsonl").read_text().splitlines()]
     per_turn = []
     for t in range(args.turns + 1):
-        vals = [s["turns"][t]["public_pass_rate"] for r in recs for s in r["samples"]]
+        vals = [s[t] for r in recs for s in public_rates(r)]
         per_turn.append(f"{sum(vals) / max(len(vals), 1):.2f}")
     _line("4 repair turns", f"{args.turns} repair turns x {samples} sample(s) x {len(recs)} problems: "
           f"{stats.responses} responses ({stats.completion_tokens} tokens), {stats.programs_run} programs judged, "

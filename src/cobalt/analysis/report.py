@@ -35,17 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def load_table(path: str | Path, *, profile: str, pass_n: int | None):
     """The :class:`cobalt.evaluation.passk.PassTable` of one evaluated records file."""
     from cobalt.evaluation.passk import estimator_n, pass_table
-    from cobalt.io import RecordError, iter_jsonl
+    from cobalt.data.records import hidden_rates
+    from cobalt.io import iter_jsonl
 
     records = []
     for line, rec in iter_jsonl(path):
-        if not isinstance(rec, dict) or not isinstance(rec.get("samples"), list):
-            raise RecordError(path, line, "samples", "missing (not an inference record)")
-        for i, sample in enumerate(rec["samples"]):
-            for j, turn in enumerate(sample.get("turns") or []):
-                if "hidden_pass_rate" not in turn:
-                    raise RecordError(path, line, f"samples[{i}].turns[{j}].hidden_pass_rate",
-                                      "missing: run cobalt eval on this file first")
+        hidden_rates(rec, path=str(path), line=line, require=True)
         records.append(rec)
     return pass_table(records, n=estimator_n(profile, pass_n))
 

@@ -89,12 +89,13 @@ async def evaluate_file(input_path: str | Path, write, client, *, profile: str, 
 
 def summarize(output: str | Path, *, profile: str, pass_n: int | None) -> dict:
     """Pass@1 per turn of an evaluated records file (read back from disk, so resumed runs count whole)."""
+    from cobalt.data.records import hidden_rates
     from cobalt.evaluation.passk import estimator_n, pass_table
     from cobalt.io import iter_jsonl
 
     records = [rec for _, rec in iter_jsonl(output)]
     n = estimator_n(profile, pass_n)
-    counts = sorted({len(r["samples"]) for r in records})
+    counts = sorted({len(hidden_rates(r)) for r in records})
     table = pass_table(records, n=n)
     out = table.to_dict()
     out["profile"] = str(profile)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from cobalt.data.problems import ProblemRecord, problem_from_dict
+from cobalt.data.records import read_turns, with_hidden_rates
 from cobalt.defaults import HISTORY_MAX_CHARS
 from cobalt.text import extract_code, history_text
 
@@ -61,22 +62,9 @@ async def evaluate_record(record: Mapping[str, Any], client: Any, *, profile: st
     stats = stats if stats is not None else EvalStats()
     problem: ProblemRecord = problem_from_dict(record, path=path, line=line)
     thinking = bool(record.get("enable_thinking", False)) if enable_thinking is None else bool(enable_thinking)
-    samples = record.get("samples")
-    if not isinstance(samples, list) or not samples:
-        from cobalt.io import RecordError
-
-        raise RecordError(path, line, "samples", "expected a non-empty list")
-    programs: list[list[str | None]] = []
-    for i, sample in enumerate(samples):
-        row = []
-        for j, turn in enumerate(sample.get("turns") or []):
-            if not isinstance(turn, Mapping) or not isinstance(turn.get("response"), str):
-                from cobalt.io import RecordError
-
-                raise RecordError(path, line, f"samples[{i}].turns[{j}].response", "expected a string")
-            row.append(turn_program(turn, profile=profile, enable_thinking=thinking,
-                                    history_max_chars=history_max_chars))
-        programs.append(row)
+    turns = read_turns(record, path=path, line=line)
+    programs = [[turn_program(turn, profile=profile, enable_thinking=thinking, history_max_chars=history_max_chars)
+                 for turn in sample] for sample in turns]
     distinct = sorted({p for row in programs for p in row if p is not None})
     stats.distinct_programs += len(distinct)
     rates: dict[str, float | None] = {}
@@ -98,22 +86,11 @@ async def evaluate_record(record: Mapping[str, Any], client: Any, *, profile: st
                 on_turn()
 
         await asyncio.gather(*(judge(p) for p in distinct))
-    out = dict(record)
-    new_samples = []
-    for sample, row in zip(samples, programs):
-        turns = []
-        for turn, program in zip(sample["turns"], row):
-            turn = dict(turn)
-            stats.turns += 1
-            if program is None:
-                stats.no_code += 1
-                turn["hidden_pass_rate"] = None if len(problem.hidden) == 0 else 0.0
-            else:
-                turn["hidden_pass_rate"] = rates[program]
-            turn["hidden_program_found"] = program is not None
-            turns.append(turn)
-        new_samples.append({**sample, "turns": turns})
-    out["samples"] = new_samples
-    out["hidden_eval"] = {"profile": str(profile), "enable_thinking": thinking,
-                          "program_from": "history" if str(profile) == "paper" else "response"}
-    return out
+    no_hidden = len(problem.hidden) == 0
+    found = [[program is not None for program in row] for row in programs]
+    stats.turns += sum(len(row) for row in programs)
+    stats.no_code += sum(not ok for row in found for ok in row)
+    hidden = [[rates[p] if p is not None else (None if no_hidden else 0.0) for p in row] for row in programs]
+    return with_hidden_rates(record, hidden, found, {
+        "profile": str(profile), "enable_thinking": thinking,
+        "program_from": "history" if str(profile) == "paper" else "response"})

@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+from cobalt.data.records import hidden_rates
+
 PAPER_N = 16
 """The ``n`` that the original evaluation hard-codes."""
 
@@ -70,11 +72,6 @@ class PassTable:
             "change_vs_turn0_percent": [None if v is None else round(v, 2) for v in self.change_vs_turn0()],
             "mean_hidden_pass_rate": self.mean_hidden_pass_rate,
         }
-
-
-def hidden_rates(record: Mapping[str, Any]) -> list[list[Any]]:
-    """Per sample, the list of per-turn hidden pass rates of an evaluated inference record."""
-    return [[turn.get("hidden_pass_rate") for turn in sample["turns"]] for sample in record["samples"]]
 
 
 def pass_table(records: Iterable[Mapping[str, Any]], *, n: int | None = PAPER_N, turns: int | None = None) -> PassTable:

@@ -112,6 +112,7 @@ def load_first_turns(path: str | Path, public_out: dict | None = None) -> dict[s
     (:class:`~cobalt.execution.base.TestCases`) those first turns were judged on.
     """
     from cobalt.data.problems import require_tests
+    from cobalt.data.records import read_first_turns
     from cobalt.io import iter_jsonl
 
     out: dict[str, list[dict]] = {}
@@ -120,22 +121,7 @@ def load_first_turns(path: str | Path, public_out: dict | None = None) -> dict[s
             raise RecordError(path, line, "id", "missing")
         if public_out is not None:
             public_out[str(rec["id"])] = require_tests(rec, "public_test_cases", path=str(path), line=line)
-        samples = rec.get("samples")
-        if not isinstance(samples, list) or not samples:
-            raise RecordError(path, line, "samples", "expected a non-empty list")
-        turns = []
-        for i, sample in enumerate(samples):
-            try:
-                turn = sample["turns"][0]
-                response, public = turn["response"], turn["public"]
-                passing, feedback = public["passing"], public["feedback"]
-            except (KeyError, IndexError, TypeError):
-                raise RecordError(path, line, f"samples[{i}].turns[0]",
-                                  "expected a turn with 'response' and 'public' {passing, feedback}") from None
-            if not isinstance(response, str) or not isinstance(passing, list) or len(passing) != len(feedback):
-                raise RecordError(path, line, f"samples[{i}].turns[0]", "bad 'response' or 'public'")
-            turns.append(turn)
-        out[str(rec["id"])] = turns
+        out[str(rec["id"])] = read_first_turns(rec, path=str(path), line=line)
     return out
 
 

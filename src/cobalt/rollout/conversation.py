@@ -31,7 +31,8 @@ from typing import Any, Mapping, Sequence
 from cobalt.data.problems import ProblemRecord
 from cobalt.defaults import HISTORY_MAX_CHARS
 from cobalt.execution.base import ExecutionResult, TestCases
-from cobalt.rollout.turns import NO_CODE_FEEDBACK, error_feedback, failing_public_result, turn_feedback
+from cobalt.data.records import failing_public_result, public_field
+from cobalt.rollout.turns import NO_CODE_FEEDBACK, error_feedback, turn_feedback
 from cobalt.text import extract_code, history_text
 
 Messages = list[dict[str, str]]
@@ -151,9 +152,7 @@ async def judge_program(program: str | None, tests: TestCases, client: Any) -> S
     except Exception as exc:  # the client promises not to raise; keep the trajectory going with feedback
         timeout_s = getattr(client, "timeout_s", None)
         return Step(program, failing_public_result(n, error_feedback(exc, timeout_s=timeout_s)), None, True)
-    public = {"passing": list(result.passing), "feedback": list(result.feedback)}
-    if result.error is not None:
-        public["error"] = result.error
+    public = public_field(result.passing, result.feedback, result.error)
     if not public["passing"]:
         return Step(program, failing_public_result(n, result.error or "the evaluator returned no verdicts"), result, True)
     return Step(program, public, result, result.error is not None)

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from cobalt.data.problems import ProblemRecord
+from cobalt.data.records import inference_record, public_field, turn_dict
 from cobalt.engines.base import Completion, Engine, SamplingParams
 from cobalt.execution.base import TestCases
 from cobalt.io import counts_dict
@@ -163,17 +164,10 @@ def _count(step: Step, stats: RolloutStats) -> None:
 
 
 def _turn_record(response: str, completion: Completion | None, program: str | None, public: dict) -> dict:
-    passing = public["passing"]
-    turn = {
-        "response": response,
-        "code": program,
-        "public": public,
-        "public_pass_rate": sum(passing) / len(passing) if passing else 0.0,
-    }
-    if completion is not None:
-        turn["finish_reason"] = completion.finish_reason
-        turn["completion_tokens"] = completion.completion_tokens
-    return turn
+    if completion is None:
+        return turn_dict(response, program, public)
+    return turn_dict(response, program, public, finish_reason=completion.finish_reason,
+                     completion_tokens=completion.completion_tokens, engine=True)
 
 
 def _cached_turn(turn: Mapping[str, Any], profile: str) -> dict:
@@ -181,9 +175,7 @@ def _cached_turn(turn: Mapping[str, Any], profile: str) -> dict:
     included, not re-executed), an earlier hidden evaluation dropped, ``cached`` set."""
     response = turn["response"]
     program = turn["code"] if "code" in turn else extract_code(response, profile)
-    public = {"passing": list(turn["public"]["passing"]), "feedback": list(turn["public"]["feedback"])}
-    if turn["public"].get("error") is not None:
-        public["error"] = turn["public"]["error"]
+    public = public_field(turn["public"]["passing"], turn["public"]["feedback"], turn["public"].get("error"))
     out = {k: v for k, v in turn.items() if not k.startswith("hidden_")}
     out.update(_turn_record(response, None, program, public))
     out["cached"] = True
@@ -249,10 +241,8 @@ async def rollout_problem(problem: ProblemRecord, engine: Engine, client: Any, p
     samples = await asyncio.gather(*(
         _run_sample(problem, i, firsts[i], engine, client, params, config, limiter, stats, on_turn) for i in range(n)
     ))
-    record = {k: v for k, v in problem.to_dict().items() if k not in RECORD_FIELDS_DROPPED}
-    record["enable_thinking"] = config.enable_thinking
-    record["samples"] = list(samples)
-    return record
+    return inference_record(problem.to_dict(), samples, enable_thinking=config.enable_thinking,
+                            dropped=RECORD_FIELDS_DROPPED)
 
 
 async def run_rollout(problems: Iterable[ProblemRecord], engine: Engine, client: Any, params: SamplingParams,

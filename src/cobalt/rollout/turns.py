@@ -84,15 +84,3 @@ def turn_feedback(result: Any, *, no_code: bool = False, error: BaseException | 
         if not ok:
             return text
     return feedback_all_public_passed(template_dir)
-
-
-def failing_public_result(n_tests: int, feedback: str) -> dict:
-    """A public result in which all ``n_tests`` tests fail with ``feedback`` (no code, call error).
-
-    The shape of an inference record's ``public`` field (docs/TRAJECTORIES.md).
-
-    >>> failing_public_result(2, "x")
-    {'passing': [False, False], 'feedback': ['x', 'x']}
-    """
-    n = max(int(n_tests), 1)
-    return {"passing": [False] * n, "feedback": [feedback] * n}

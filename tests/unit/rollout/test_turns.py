@@ -8,7 +8,8 @@ import pytest
 from cobalt.execution.client import EvaluatorClient
 from cobalt.prompts import feedback_all_public_passed, repair_prompt
 from cobalt.rollout.conversation import next_user_message
-from cobalt.rollout.turns import NO_CODE_FEEDBACK, error_feedback, failing_public_result, turn_feedback
+from cobalt.data.records import failing_public_result
+from cobalt.rollout.turns import NO_CODE_FEEDBACK, error_feedback, turn_feedback
 
 
 @pytest.fixture(scope="module")
