@@ -144,15 +144,18 @@ async def _main(args: argparse.Namespace) -> int:
         args.max_tokens = 48 if tiny else 2048
     # The tiny model's text is noise either way; greedy decoding spares top-p over 151,936
     # tokens per step, which dominates its time on a CPU. A real model samples as the paper.
-    args.temperature = 0.0 if tiny else 0.6
+    from cobalt.defaults import TEMPERATURE, TOP_P
     from cobalt.engines.base import SamplingParams
+
+    args.temperature = 0.0 if tiny else TEMPERATURE
 
     t0 = time.perf_counter()
     from cobalt.rollout.conversation import message
 
     await engine.generate([[message("user", "hello")]], SamplingParams(max_new_tokens=1))
     _line("2 model", f"{label} ({args.engine} engine, loaded in {time.perf_counter() - t0:.1f}s; "
-          f"{'greedy' if args.temperature == 0 else 'temperature 0.6, top-p 0.95'}, {args.max_tokens} new tokens)")
+          f"{'greedy' if args.temperature == 0 else f'temperature {TEMPERATURE}, top-p {TOP_P}'}, "
+          f"{args.max_tokens} new tokens)")
 
     # 3-4. rollout
     ok = await _rollout(args, engine, client, work, problems_path, profile, leet)
@@ -161,8 +164,9 @@ async def _main(args: argparse.Namespace) -> int:
         return 1
 
     # 5. hidden evaluation
-    from cobalt.evaluation.cli import evaluate_file, summarize
-    from cobalt.evaluation.hidden import EvalStats
+    from cobalt.defaults import HISTORY_MAX_CHARS
+    from cobalt.evaluation.hidden import EvalStats, evaluate_file
+    from cobalt.evaluation.passk import summarize
     from cobalt.io import JsonlAppender
 
     t0 = time.perf_counter()
@@ -170,7 +174,7 @@ async def _main(args: argparse.Namespace) -> int:
     evaluated = work / "eval.jsonl"
     with JsonlAppender(evaluated) as out:
         errors = await evaluate_file(work / "rollout.jsonl", out.write, client, profile=profile, enable_thinking=None,
-                                     history_max_chars=6000, max_problems=8, done={str(d) for d in out.done},
+                                     history_max_chars=HISTORY_MAX_CHARS, max_problems=8, done={str(d) for d in out.done},
                                      stats=stats)
     n_used = args.samples
     summary = summarize(evaluated, profile=profile, pass_n=n_used)
@@ -219,6 +223,7 @@ async def _rollout(args, engine, client, work: Path, problems_path: Path, profil
     """Stages 3 and 4: the first turn (cached real answers or the model's) and the repair turns."""
     from cobalt.data.problems import iter_problems
     from cobalt.data.records import inference_record, public_rates, turn_dict
+    from cobalt.defaults import TOP_P
     from cobalt.engines.base import SamplingParams
     from cobalt.io import JsonlAppender
     from cobalt.rollout.cli import load_first_turns
@@ -227,7 +232,7 @@ async def _rollout(args, engine, client, work: Path, problems_path: Path, profil
     from cobalt.text import extract_code
 
     problems = [p for _, p in iter_problems(problems_path)]
-    params = SamplingParams(temperature=args.temperature, top_p=0.95 if args.temperature else 1.0,
+    params = SamplingParams(temperature=args.temperature, top_p=TOP_P if args.temperature else 1.0,
                             max_new_tokens=args.max_tokens, seed=0)
     first_path = work / "first_turn.jsonl"
     t0 = time.perf_counter()

@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from cobalt.execution.client import EvaluatorClient, results_equal
+from cobalt.execution.client import EvaluatorClient
 from support.ray_cluster import RayCluster
 
 ray = pytest.importorskip("ray")
@@ -49,7 +49,8 @@ def test_served_and_embedded_results_are_identical(served, leetcode_problems):
     local_results = asyncio.run(local_client.evaluate_many(jobs))
     assert len(served_results) == len(jobs)
     for s, l in zip(served_results, local_results):
-        assert results_equal(s, l), (s.status, l.status)
+        # verdicts, feedback and statuses agree (timings differ)
+        assert (s.passing, s.feedback, s.status) == (l.passing, l.feedback, l.status)
     assert served_results[-1].passing == (True, False)
     assert served_results[-2].status == ("timeout",)
     assert sum(r.all_passed for r in served_results) >= 10

@@ -292,17 +292,14 @@ def engine_options(args: argparse.Namespace) -> dict[str, Any]:
 def _check_engine_options(name: str, options: Mapping[str, Any]) -> None:
     # engine_from_args leaves out options a backend does not take; an --engine-option the
     # user typed must not vanish silently, so name it here.
-    import importlib
-
-    from cobalt.engines.base import ENGINES, EngineError
+    from cobalt.engines.base import ENGINES, EngineError, engine_factory
     from cobalt.engines.cli import _accepted
 
     if not options or name not in ENGINES:
         return
-    module_name, _, attr = ENGINES[name].partition(":")
     try:
-        accepted = _accepted(getattr(importlib.import_module(module_name), attr))
-    except ImportError:
+        accepted = _accepted(engine_factory(name))
+    except EngineError:
         return  # engine_from_args reports the missing package
     unknown = sorted(k for k in options if accepted is not None and k not in accepted)
     if unknown:

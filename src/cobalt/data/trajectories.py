@@ -48,6 +48,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from cobalt.data.problems import ProblemRecord, tests_json
 from cobalt.data.records import SampleRecord, TrajectoryRecord, TurnRecord
+from cobalt.defaults import HISTORY_MAX_CHARS
 from cobalt.io import counts_dict, good_records, iter_jsonl_keep_going
 from cobalt.profile import Profile, add_profile_argument, profile_from_args, resolve_profile
 
@@ -77,7 +78,7 @@ class BuildConfig:
     """n of max-variance down-sampling: how many of the lowest-d trajectories are considered."""
     max_prompt_tokens: int = 10_000
     """Stop a trajectory's prompts once one is longer than this (<= 0: no limit)."""
-    history_max_chars: int = 6000
+    history_max_chars: int = HISTORY_MAX_CHARS
     """With thinking enabled, each past answer is the text after the last ``</think>``, cut to
     this many characters (<= 0: no cut)."""
     enable_thinking: bool = False
@@ -263,7 +264,7 @@ def history_messages(problem: ProblemRecord, sample: SampleRecord, t: int, confi
                   template_dir=config.template_dir)
 
 
-class TokenCounter:
+class ChatTokenCounter:
     """Prompt length in tokens under a tokenizer's chat template, with the generation prompt.
 
     Counts what veRL's length filter counts: ``apply_chat_template(messages,
@@ -276,7 +277,7 @@ class TokenCounter:
         self.kwargs = dict(chat_template_kwargs or {})
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str, chat_template_kwargs: dict | None = None) -> "TokenCounter":
+    def from_pretrained(cls, name_or_path: str, chat_template_kwargs: dict | None = None) -> "ChatTokenCounter":
         """Load the tokenizer of a model (hub name or local folder); loaded once per process."""
         return cls(_load_tokenizer(str(name_or_path)), chat_template_kwargs)
 
@@ -514,7 +515,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, json.JSONDecodeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    count = TokenCounter.from_pretrained(args.model_name, chat_kwargs) if config.max_prompt_tokens > 0 else None
+    count = ChatTokenCounter.from_pretrained(args.model_name, chat_kwargs) if config.max_prompt_tokens > 0 else None
     rows, summary = build_prompts(args.input, config, count, progress=not args.no_progress)
     write_rows([r.to_dict() for r in rows], args.output)
     report = {"summary": summary.to_dict(), "profile": config.profile, "config": asdict(config), "input": str(args.input),

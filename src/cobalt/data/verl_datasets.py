@@ -252,7 +252,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the parquet files and the summary; 1 if a split produced no rows, 2 on bad flags."""
-    from cobalt.data.trajectories import TokenCounter
+    from cobalt.data.trajectories import ChatTokenCounter
     from cobalt.io import write_json_atomic
 
     if args.train is None and args.val is None:
@@ -263,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as exc:
         print(f"error: --chat-template-kwargs is not JSON: {exc}", file=sys.stderr)
         return 2
-    counter = TokenCounter.from_pretrained(args.tokenizer, chat_kwargs)
+    counter = ChatTokenCounter.from_pretrained(args.tokenizer, chat_kwargs)
     reports = make_verl_data(args.kind, args.out_dir, train=args.train, val=args.val, count_tokens=counter,
                              data_source=args.data_source, max_prompt_tokens=args.max_prompt_tokens,
                              template_dir=args.template_dir, progress=not args.no_progress)

@@ -16,6 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from cobalt.defaults import COMMAND_EVAL_TIMEOUT_S, HISTORY_MAX_CHARS
 from cobalt.profile import add_profile_argument
 
 SUMMARY_SUFFIX = ".summary.json"
@@ -29,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--enable-thinking", choices=("auto", "on", "off"), default="auto",
                         help="history cut for the 'paper' program choice: auto takes the record's enable_thinking "
                         "(what the rollout used)")
-    parser.add_argument("--history-max-chars", type=int, default=6000, help="history cut of an assistant turn")
+    parser.add_argument("--history-max-chars", type=int, default=HISTORY_MAX_CHARS, help="history cut of an assistant turn")
     parser.add_argument("--pass-n", type=int, default=None,
                         help="n of the pass@1 estimator (default: 16 under --profile paper, as the original; "
                         "each problem's own sample count under cobalt)")
@@ -38,80 +39,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="embedded sandbox in this process, or the Ray Serve 'evaluator' app")
     parser.add_argument("--ray-address", default=None, help="Ray cluster address for --evaluator ray")
     parser.add_argument("--eval-concurrency", type=int, default=None, help="programs in the sandbox at once")
-    parser.add_argument("--eval-timeout", type=float, default=30.0, help="seconds a caller waits for one program")
+    parser.add_argument("--eval-timeout", type=float, default=COMMAND_EVAL_TIMEOUT_S, help="seconds a caller waits for one program")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_profile_argument(parser)
-
-
-async def evaluate_file(input_path: str | Path, write, client, *, profile: str, enable_thinking: bool | None,
-                        history_max_chars: int, max_problems: int, done: set, stats, progress=None) -> list[str]:
-    """Evaluate every record of ``input_path`` not in ``done``; ``write`` each as it finishes.
-
-    Returns the error messages of records that could not be evaluated (left out of the output).
-    """
-    import asyncio
-
-    from cobalt.evaluation.hidden import evaluate_record
-    from cobalt.io import RecordError, iter_jsonl
-
-    errors: list[str] = []
-    slots = asyncio.Semaphore(max_problems)
-    tasks = []
-
-    async def one(line: int, record) -> None:
-        try:
-            out = await evaluate_record(record, client, profile=profile, enable_thinking=enable_thinking,
-                                        history_max_chars=history_max_chars, stats=stats, path=str(input_path),
-                                        line=line)
-            write(out)
-        except (RecordError, KeyError, TypeError, ValueError) as exc:
-            stats.problems_failed += 1
-            errors.append(str(exc) if isinstance(exc, RecordError) else f"{input_path}:{line}: {exc!r}")
-        finally:
-            slots.release()
-            if progress is not None:
-                progress.update(1)
-
-    for line, record in iter_jsonl(input_path):
-        stats.problems += 1
-        rid = record.get("id") if isinstance(record, dict) else None
-        if rid is not None and str(rid) in done:
-            stats.problems_resumed += 1
-            if progress is not None:
-                progress.update(1)
-            continue
-        await slots.acquire()
-        tasks.append(asyncio.create_task(one(line, record)))
-    if tasks:
-        await asyncio.gather(*tasks)
-    return errors
-
-
-def summarize(output: str | Path, *, profile: str, pass_n: int | None) -> dict:
-    """Pass@1 per turn of an evaluated records file (read back from disk, so resumed runs count whole)."""
-    from cobalt.data.records import hidden_rates
-    from cobalt.evaluation.passk import estimator_n, pass_table
-    from cobalt.io import iter_jsonl
-
-    records = [rec for _, rec in iter_jsonl(output)]
-    n = estimator_n(profile, pass_n)
-    counts = sorted({len(hidden_rates(r)) for r in records})
-    table = pass_table(records, n=n)
-    out = table.to_dict()
-    out["profile"] = str(profile)
-    out["estimator"] = "pass@1 = 1 - C(n-c,1)/C(n,1), c = trajectories with hidden pass rate 1.0 at the turn"
-    if n is not None and counts and counts != [n]:
-        out["note"] = (f"n is fixed at {n} (profile {profile}, as the original) but the run has {counts} samples "
-                       "per problem: use --pass-n or --profile cobalt for the run's own n")
-    return out
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``cobalt eval``."""
     import asyncio
 
-    from cobalt.evaluation.hidden import EvalStats
-    from cobalt.evaluation.passk import PassTable, format_table
+    from cobalt.evaluation.hidden import EvalStats, evaluate_file
+    from cobalt.evaluation.passk import PassTable, format_table, summarize
     from cobalt.execution.base import ExecOptions
     from cobalt.execution.client import EvaluatorClient
     from cobalt.io import MAX_SAVED_ERRORS, JsonlAppender, RecordError, write_json_atomic

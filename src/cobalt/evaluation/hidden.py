@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
 from cobalt.data.problems import ProblemRecord, problem_from_dict
@@ -94,3 +95,44 @@ async def evaluate_record(record: Mapping[str, Any], client: Any, *, profile: st
     return with_hidden_rates(record, hidden, found, {
         "profile": str(profile), "enable_thinking": thinking,
         "program_from": "history" if str(profile) == "paper" else "response"})
+
+
+async def evaluate_file(input_path: str | Path, write, client, *, profile: str, enable_thinking: bool | None,
+                        history_max_chars: int, max_problems: int, done: set, stats, progress=None) -> list[str]:
+    """Evaluate every record of ``input_path`` not in ``done``; ``write`` each as it finishes.
+
+    Returns the error messages of records that could not be evaluated (left out of the output).
+    """
+    from cobalt.io import RecordError, iter_jsonl
+
+    errors: list[str] = []
+    slots = asyncio.Semaphore(max_problems)
+    tasks = []
+
+    async def one(line: int, record) -> None:
+        try:
+            out = await evaluate_record(record, client, profile=profile, enable_thinking=enable_thinking,
+                                        history_max_chars=history_max_chars, stats=stats, path=str(input_path),
+                                        line=line)
+            write(out)
+        except (RecordError, KeyError, TypeError, ValueError) as exc:
+            stats.problems_failed += 1
+            errors.append(str(exc) if isinstance(exc, RecordError) else f"{input_path}:{line}: {exc!r}")
+        finally:
+            slots.release()
+            if progress is not None:
+                progress.update(1)
+
+    for line, record in iter_jsonl(input_path):
+        stats.problems += 1
+        rid = record.get("id") if isinstance(record, dict) else None
+        if rid is not None and str(rid) in done:
+            stats.problems_resumed += 1
+            if progress is not None:
+                progress.update(1)
+            continue
+        await slots.acquire()
+        tasks.append(asyncio.create_task(one(line, record)))
+    if tasks:
+        await asyncio.gather(*tasks)
+    return errors

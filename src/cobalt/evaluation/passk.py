@@ -10,6 +10,7 @@ of samples.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -126,3 +127,20 @@ def format_table(tables: Sequence[tuple[str, PassTable]]) -> str:
                 cells += ["", ""]
         lines.append(f"| {i} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def summarize(output: "str | os.PathLike", *, profile: str, pass_n: int | None) -> dict:
+    """Pass@1 per turn of an evaluated records file (read back from disk, so resumed runs count whole)."""
+    from cobalt.io import iter_jsonl
+
+    records = [rec for _, rec in iter_jsonl(output)]
+    n = estimator_n(profile, pass_n)
+    counts = sorted({len(hidden_rates(r)) for r in records})
+    table = pass_table(records, n=n)
+    out = table.to_dict()
+    out["profile"] = str(profile)
+    out["estimator"] = "pass@1 = 1 - C(n-c,1)/C(n,1), c = trajectories with hidden pass rate 1.0 at the turn"
+    if n is not None and counts and counts != [n]:
+        out["note"] = (f"n is fixed at {n} (profile {profile}, as the original) but the run has {counts} samples "
+                       "per problem: use --pass-n or --profile cobalt for the run's own n")
+    return out

@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
+from cobalt.defaults import COMMAND_EVAL_TIMEOUT_S, HISTORY_MAX_CHARS, TEMPERATURE, TOP_P
 from cobalt.io import RecordError
 from cobalt.profile import add_profile_argument
 
@@ -72,14 +73,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--enable-thinking", action="store_true",
                        help="thinking model: the history keeps the text after the last </think>, cut to "
                        "--history-max-chars; also passed to the chat template")
-    group.add_argument("--history-max-chars", type=int, default=6000, help="cut of an assistant turn in the history")
+    group.add_argument("--history-max-chars", type=int, default=HISTORY_MAX_CHARS, help="cut of an assistant turn in the history")
     group.add_argument("--limit", type=int, default=None, help="only the first N problems of --input")
     group.add_argument("--template-dir", default=None, help="folder with prompt template overrides")
     group.add_argument("--no-progress", action="store_true", help="no progress bar")
     sampling = parser.add_argument_group("sampling")
     sampling.add_argument("--max-tokens", type=int, default=8192, help="new tokens per response")
-    sampling.add_argument("--temperature", type=float, default=0.6)
-    sampling.add_argument("--top-p", type=float, default=0.95)
+    sampling.add_argument("--temperature", type=float, default=TEMPERATURE)
+    sampling.add_argument("--top-p", type=float, default=TOP_P)
     sampling.add_argument("--seed", type=int, default=None, help="base seed (one derived per request)")
     bounds = parser.add_argument_group("concurrency")
     bounds.add_argument("--max-problems", type=int, default=16, help="problems in flight at once")
@@ -89,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     bounds.add_argument("--evaluator", choices=("embedded", "ray"), default="embedded",
                         help="embedded sandbox in this process, or the Ray Serve 'evaluator' app")
     bounds.add_argument("--ray-address", default=None, help="Ray cluster address for --evaluator ray")
-    bounds.add_argument("--eval-timeout", type=float, default=30.0,
+    bounds.add_argument("--eval-timeout", type=float, default=COMMAND_EVAL_TIMEOUT_S,
                         help="seconds a caller waits for one program's public tests")
     add_profile_argument(parser)
 

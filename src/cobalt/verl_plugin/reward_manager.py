@@ -49,6 +49,7 @@ from typing import Any
 from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
+from cobalt.defaults import REWARD_MANAGER_TIMEOUT_S
 from cobalt.profile import resolve_profile
 from cobalt.reward.scoring import failure_score
 from cobalt.verl_plugin.reward import RewardTally, flatten_for_verl
@@ -58,7 +59,7 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_CONCURRENT = 8
 DEFAULT_LOG_EVERY = 64
 """Training rows per reward-component log line of one reward worker (``reward.reward_kwargs.log_every``)."""
-DEFAULT_TIMEOUT_S = {"paper": 300.0, "cobalt": 120.0}
+DEFAULT_TIMEOUT_S = REWARD_MANAGER_TIMEOUT_S
 """Per-row timeout by profile when ``reward.reward_kwargs.timeout_s`` is not set."""
 
 
