@@ -167,7 +167,7 @@ def problem_prompt(question: str, template_dir: str | os.PathLike | None = None,
 
     >>> "standard input" in problem_prompt("Add two numbers.")
     True
-    >>> text = problem_prompt("Add.", fn_name="add", starter_code="class Solution:\n    def add(self, a, b):")
+    >>> text = problem_prompt("Add.", fn_name="add", starter_code="class Solution:\\n    def add(self, a, b):")
     >>> "`Solution().add(...)`" in text and "def add(self, a, b):" in text
     True
     """
@@ -182,7 +182,7 @@ def called_name(fn_name: str, starter_code: str) -> str:
     """What the judge calls, as the instruction names it: ``Solution().f(...)`` when the
     starter code defines ``class Solution``, else ``f(...)`` (in backticks).
 
-    >>> called_name("f", "class Solution:\n    def f(self): ...")
+    >>> called_name("f", "class Solution:\\n    def f(self): ...")
     '`Solution().f(...)`'
     >>> called_name("f", "def f(x):")
     '`f(...)`'

@@ -82,7 +82,7 @@ def test_unknown_template_name():
 
 
 def test_all_passed_goes_through_repair():
-    """Issue 10 2a/2h: the all-passed sentence is wrapped in the repair instruction, never sent alone."""
+    """The all-passed sentence is wrapped in the repair instruction, never sent alone."""
     message = repair_message(None)
     assert message.startswith("Your previous program was run on test cases")
     assert message.endswith(

@@ -94,8 +94,8 @@ def starter_code(rec: dict) -> str:
     """The starter code of a LeetCodeDataset record: its ``starter_code`` field, else the last
     python block of its ``query`` (the prompt ends with the code to complete; '' if none).
 
-    >>> starter_code({"query": "Use the starter code.\n```python\nclass Solution:\n    def f(self):\n```\n"})
-    'class Solution:\n    def f(self):'
+    >>> starter_code({"query": "Use the starter code.\\n```python\\nclass Solution:\\n    def f(self):\\n```\\n"})
+    'class Solution:\\n    def f(self):'
     """
     given = rec.get("starter_code")
     if isinstance(given, str) and given.strip():
