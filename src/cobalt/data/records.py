@@ -322,10 +322,12 @@ def record_version(record: Mapping[str, Any], *, path: str, line: int | None) ->
     return version
 
 
-def read_turns(record: Any, *, path: str, line: int | None) -> list[list[Mapping[str, Any]]]:
+def read_turns(record: Any, *, path: str, line: int | None,
+               responses: bool = True) -> list[list[Mapping[str, Any]]]:
     """The turns of every sample of an inference record, as written (mappings), after checking
     the record's version, that ``samples`` is a non-empty list of ``{"turns": [...]}`` and that
-    every turn has a string ``response``."""
+    every turn is an object (with a string ``response`` unless ``responses`` is False: the
+    pass-rate readers need the rates only)."""
     if not isinstance(record, Mapping):
         raise RecordError(path, line, None, _expected("an object", record))
     record_version(record, path=path, line=line)
@@ -338,7 +340,9 @@ def read_turns(record: Any, *, path: str, line: int | None) -> list[list[Mapping
         if not isinstance(turns, list):
             raise RecordError(path, line, f"samples[{i}].turns", _expected("a list", turns))
         for j, turn in enumerate(turns):
-            if not isinstance(turn, Mapping) or not isinstance(turn.get("response"), str):
+            if not isinstance(turn, Mapping):
+                raise RecordError(path, line, f"samples[{i}].turns[{j}]", _expected("an object", turn))
+            if responses and not isinstance(turn.get("response"), str):
                 raise RecordError(path, line, f"samples[{i}].turns[{j}].response", "expected a string")
         out.append(list(turns))
     return out
@@ -362,7 +366,7 @@ def public_rates(record: Any, *, path: str = "<record>", line: int | None = None
     """Per sample, the per-turn ``public_pass_rate`` of an inference record (computed from
     ``public.passing`` where the field is absent)."""
     rows = []
-    for i, sample in enumerate(read_turns(record, path=path, line=line)):
+    for i, sample in enumerate(read_turns(record, path=path, line=line, responses=False)):
         row = []
         for j, turn in enumerate(sample):
             where = f"samples[{i}].turns[{j}]"
@@ -379,7 +383,7 @@ def hidden_rates(record: Any, *, path: str = "<record>", line: int | None = None
     """Per sample, the per-turn ``hidden_pass_rate`` of an inference record (None where absent;
     ``require``: a turn without the field is an error that says to run ``cobalt eval`` first)."""
     rows = []
-    for i, sample in enumerate(read_turns(record, path=path, line=line)):
+    for i, sample in enumerate(read_turns(record, path=path, line=line, responses=False)):
         row = []
         for j, turn in enumerate(sample):
             if require and "hidden_pass_rate" not in turn:
