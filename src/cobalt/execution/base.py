@@ -19,6 +19,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
 
+# CALLER_TIMEOUT_S and HOST_GRACE_S are imported here for the execution modules that read them from base
 from cobalt.defaults import CALLER_TIMEOUT_S, HOST_GRACE_S, PROGRAM_WALL_S, TEST_CPU_S, TEST_WALL_S
 
 

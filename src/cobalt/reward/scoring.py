@@ -38,9 +38,9 @@ import logging
 import os
 from typing import Any, Mapping
 
+from cobalt.defaults import REWARD_CLIENT_GRACE_S as CLIENT_GRACE_S
 from cobalt.reward.shaped import RewardBreakdown, shaped_reward_breakdown
 from cobalt.profile import Profile, resolve_profile
-from cobalt.defaults import REWARD_CLIENT_GRACE_S as CLIENT_GRACE_S
 from cobalt.reward.tokens import TokenCounter
 from cobalt.text import extract_code
 
@@ -53,7 +53,6 @@ FAILED_TRAIN_REWARD = -1.0
 """Score of a row that the reward function itself could not score (training, both profiles)."""
 FAILED_VAL_REWARD = {"paper": -1.0, "cobalt": 0.0}
 """The same in validation, per profile: the original's -1, or Cobalt's 0 (a failed pass)."""
-"""Extra wait beyond the client's own timeout before the row is given up."""
 
 _state: dict[str, Any] = {"client": None, "sem": None, "loop": None}
 

@@ -37,10 +37,10 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from cobalt.data.problems import ProblemRecord
 from cobalt.data.records import inference_record, public_field, turn_dict
+from cobalt.defaults import HISTORY_MAX_CHARS
 from cobalt.engines.base import Completion, Engine, SamplingParams
 from cobalt.execution.base import TestCases
 from cobalt.io import counts_dict
-from cobalt.defaults import HISTORY_MAX_CHARS
 from cobalt.rollout.conversation import Step, environment_step, extend, first_turn_messages, judge_program
 from cobalt.text import extract_code
 
