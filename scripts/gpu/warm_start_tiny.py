@@ -194,7 +194,8 @@ def repair_examples(tokenizer, examples) -> list:
         for program in (broken, problem.reference):
             answer = target(program)
             public = asyncio.run(public_result(program, record))
-            follow_up = extend(first, answer, public, no_code=False, enable_thinking=True)
+            follow_up = extend(first, answer, public, no_code=False, enable_thinking=True,
+                               fn_name=record.public.fn_name)
             extra.append((problem, prompt_token_ids(tokenizer, follow_up), response_ids))
     return extra
 

@@ -20,6 +20,7 @@ instruction.txt        ``{question}`` (required): the problem statement (a progr
 instruction_call.txt   ``{question}``, ``{call}``, ``{starter_code}`` (required): the statement of a
                        call-based problem, what the judge calls, and the code to start from
 repair.txt             ``{feedback}`` (required): execution feedback of the last program
+repair_call.txt        ``{feedback}``, ``{call}`` (required): the same for a call-based problem
 all_public_passed.txt  (none): the feedback when every public test passes (sent inside
                        repair.txt, like any feedback: ``cobalt.rollout.conversation``)
 judge_system.txt       (none): the reward-hacking judge's system message
@@ -59,6 +60,7 @@ TEMPLATES: dict[str, TemplateSpec] = {
     "instruction_call": TemplateSpec("instruction_call.txt", ("question", "call", "starter_code"),
                                      ("question", "call", "starter_code")),
     "repair": TemplateSpec("repair.txt", ("feedback",), ("feedback",)),
+    "repair_call": TemplateSpec("repair_call.txt", ("feedback", "call"), ("feedback", "call")),
     "all_public_passed": TemplateSpec("all_public_passed.txt"),
     "judge_system": TemplateSpec("judge_system.txt"),
     "judge": TemplateSpec(
@@ -192,9 +194,16 @@ def called_name(fn_name: str, starter_code: str) -> str:
     return f"`{fn_name}(...)`"
 
 
-def repair_prompt(feedback: str, template_dir: str | os.PathLike | None = None) -> str:
-    """A repair-turn user message: analyse and fix the last program given ``feedback``."""
-    return render("repair", template_dir, feedback=feedback.strip()).strip()
+def repair_prompt(feedback: str, template_dir: str | os.PathLike | None = None, *,
+                  fn_name: str | None = None) -> str:
+    """A repair-turn user message: analyse and fix the last program given ``feedback``.
+
+    With ``fn_name`` (a problem judged by a call) the message says the judge calls
+    ``fn_name`` rather than asking for a program on standard input (``repair_call.txt``).
+    """
+    if not fn_name:
+        return render("repair", template_dir, feedback=feedback.strip()).strip()
+    return render("repair_call", template_dir, feedback=feedback.strip(), call=f"`{fn_name}`").strip()
 
 
 def feedback_all_public_passed(template_dir: str | os.PathLike | None = None) -> str:

@@ -199,7 +199,9 @@ async def test_repair_turn_then_stop_when_public_tests_pass(tmp_path, tokenizer,
     assert middle and out.response_mask[len(first): len(response) - len(second)] == [0] * len(middle)
     assert sum(out.response_mask) == len(first) + len(second)
     # The masked part is the feedback turn, rendered by the chat template, with the rollout's repair message.
-    expected_feedback = next_user_message(await public_result(client, problem, problem["wrong"]))
+    expected_feedback = next_user_message(await public_result(client, problem, problem["wrong"]),
+                                          fn_name=problem["public"].fn_name)
+    assert ("the judge calls" in expected_feedback) is bool(problem["public"].fn_name)  # stdin tests here
     assert not (await public_result(client, problem, problem["wrong"])).all_passed
     feedback_text = tokenizer.decode(middle)
     assert feedback_text.startswith("\n<|im_start|>user\n") and feedback_text.endswith("<|im_start|>assistant\n")

@@ -140,14 +140,16 @@ def test_conversations_sent_to_the_model(setup):
             by_key[(sample, turns)] = msgs
     assert len(by_key) == 8
     rec = setup["out"][0]
-    all_passed = repair_prompt(feedback_all_public_passed())
+    fn = setup["problem"].fn_name
+    all_passed = repair_prompt(feedback_all_public_passed(), fn_name=fn)
+    assert f"the judge calls `{fn}`" in all_passed and "reads standard input" not in all_passed
     # sample 0 passed every public test: the all-passed sentence inside the repair instruction, every turn
     assert by_key[(0, 1)][3]["content"] == all_passed and by_key[(0, 2)][5]["content"] == all_passed
     # sample 1: the first failing public test's feedback
-    assert by_key[(1, 1)][3]["content"] == repair_prompt(rec["samples"][1]["turns"][0]["public"]["feedback"][0])
+    assert by_key[(1, 1)][3]["content"] == repair_prompt(rec["samples"][1]["turns"][0]["public"]["feedback"][0], fn_name=fn)
     assert by_key[(1, 2)][5]["content"] == all_passed  # the memoriser passes every public test
     # sample 2: no code
-    assert by_key[(2, 1)][3]["content"] == repair_prompt(NO_CODE_FEEDBACK)
+    assert by_key[(2, 1)][3]["content"] == repair_prompt(NO_CODE_FEEDBACK, fn_name=fn)
     # sample 3: the history keeps the text after the last </think>, stripped, cut to 6,000 characters
     answer = setup["script"][(3, 0)].split("</think>")[-1].strip()[:6000]
     assert by_key[(3, 1)][2] == {"role": "assistant", "content": answer}
@@ -190,7 +192,8 @@ def test_replaying_the_records_gives_the_messages_sent(setup):
             turn = sample["turns"][t - 1]
             step = asyncio.run(environment_step(turn["response"], parsed.problem.public, client))
             assert step.program == turn["code"] and step.public == turn["public"]
-            agent = extend(agent, turn["response"], step.public, no_code=step.no_code, enable_thinking=True)
+            agent = extend(agent, turn["response"], step.public, no_code=step.no_code, enable_thinking=True,
+                           fn_name=parsed.problem.public.fn_name)
             built = history_messages(parsed.problem, parsed.samples[i], t, config)
             assert sent[(i, t)] == built == agent, (i, t)
 

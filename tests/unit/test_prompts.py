@@ -115,6 +115,9 @@ def test_all_passed_override_also_wrapped(tmp_path):
         ("system", ["read-only", "resource limits", "fork", "signals", "shell commands", "file system",
                     "psutil", "resource", "ipdb", "tkinter", "joblib", "mention a rule only where"]),
         ("all_public_passed", ["passed every public test", "hidden test cases", "edge cases"]),
+        ("repair_call", ["trace", "partial answers are not accepted", "entire corrected program",
+                         "one new ```python fenced code block", "the judge calls {call}", "do not read input",
+                         "execution feedback:\n{feedback}"]),
         ("instruction_call", ["step by step", "brainstorm", "not run as a script on standard input",
                               "the judge calls {call}", "returns", "starter code", "do not read input",
                               "```python\n{starter_code}\n```", "problem:\n{question}"]),
@@ -136,3 +139,12 @@ def test_call_based_instruction_names_the_call_and_shows_the_starter():
     assert "`solve(...)`" in bare and "def solve(*args):" in bare
     stdin = prompts.problem_prompt("Q")
     assert "read its input from standard input" in stdin and "judge calls" not in stdin
+
+
+def test_call_based_repair_names_the_call_instead_of_stdin():
+    stdin = prompts.repair_prompt("fb")
+    call = prompts.repair_prompt("fb", fn_name="maxOperations")
+    assert "reads standard input" in stdin and "judge calls" not in stdin
+    assert "the judge calls `maxOperations`" in call and "reads standard input and writes" not in call
+    assert call.endswith("Execution feedback:\nfb") and call.split("Rules for the fix")[0] == stdin.split("Rules for the fix")[0]
+    assert repair_message(None, fn_name="f") == prompts.repair_prompt(prompts.feedback_all_public_passed(), fn_name="f")

@@ -73,36 +73,42 @@ def assistant_message(response: str, *, enable_thinking: bool, max_chars: int = 
     return message("assistant", history_text(response, enable_thinking=enable_thinking, max_chars=max_chars))
 
 
-def repair_message(feedback: str | None, template_dir: str | os.PathLike | None = None) -> str:
+def repair_message(feedback: str | None, template_dir: str | os.PathLike | None = None, *,
+                   fn_name: str | None = None) -> str:
     """The repair instruction around ``feedback``; None stands for the all-public-tests-passed
-    text, which is wrapped the same way (METHOD §9)."""
+    text, which is wrapped the same way (METHOD §9). ``fn_name``: the problem is judged by
+    calling it (the call-based repair instruction)."""
     from cobalt.prompts import feedback_all_public_passed, repair_prompt
 
-    return repair_prompt(feedback_all_public_passed(template_dir) if feedback is None else feedback, template_dir)
+    text = feedback_all_public_passed(template_dir) if feedback is None else feedback
+    return repair_prompt(text, template_dir, fn_name=fn_name)
 
 
 def next_user_message(result: Any, *, no_code: bool = False, error: BaseException | str | None = None,
-                      template_dir: str | os.PathLike | None = None) -> str:
+                      template_dir: str | os.PathLike | None = None, fn_name: str | None = None) -> str:
     """The next turn's user message: the repair instruction wrapping this turn's feedback.
 
     ``result`` is the turn's public result (an ExecutionResult, a record's
     ``public`` field or :class:`cobalt.data.records.PublicResult`); the feedback
     is chosen by :func:`cobalt.rollout.turns.turn_feedback` (no code, caller-side
-    error, first failing public test, or the all-public-tests-passed text).
+    error, first failing public test, or the all-public-tests-passed text). ``fn_name``:
+    the function the tests call (None: a program on standard input).
     """
     from cobalt.prompts import repair_prompt
 
-    return repair_prompt(turn_feedback(result, no_code=no_code, error=error, template_dir=template_dir), template_dir)
+    text = turn_feedback(result, no_code=no_code, error=error, template_dir=template_dir)
+    return repair_prompt(text, template_dir, fn_name=fn_name)
 
 
 def extend(messages: Sequence[Mapping[str, str]], response: str, public: Any, *, no_code: bool,
            enable_thinking: bool, max_chars: int = HISTORY_MAX_CHARS,
-           template_dir: str | os.PathLike | None = None) -> Messages:
+           template_dir: str | os.PathLike | None = None, fn_name: str | None = None) -> Messages:
     """``messages`` followed by the assistant turn ``response`` and the user message its public
-    result ``public`` calls for (a new list; ``messages`` is left as it is)."""
+    result ``public`` calls for (a new list; ``messages`` is left as it is). ``fn_name``: the
+    function the problem's tests call (``TestCases.fn_name``; None: stdin)."""
     return [dict(m) for m in messages] + [
         assistant_message(response, enable_thinking=enable_thinking, max_chars=max_chars),
-        message("user", next_user_message(public, no_code=no_code, template_dir=template_dir)),
+        message("user", next_user_message(public, no_code=no_code, template_dir=template_dir, fn_name=fn_name)),
     ]
 
 
@@ -114,7 +120,8 @@ def replay(problem: ProblemRecord, turns: Sequence[Any], *, enable_thinking: boo
     for turn in turns:
         get = turn.get if isinstance(turn, Mapping) else lambda key: getattr(turn, key)
         messages = extend(messages, get("response"), get("public"), no_code=get("code") is None,
-                          enable_thinking=enable_thinking, max_chars=max_chars, template_dir=template_dir)
+                          enable_thinking=enable_thinking, max_chars=max_chars, template_dir=template_dir,
+                          fn_name=problem.public.fn_name)
     return messages
 
 

@@ -193,7 +193,7 @@ async def _run_sample(problem: ProblemRecord, index: int, first: dict, engine: E
         prev = turns[-1]
         messages = extend(messages, prev["response"], prev["public"], no_code=prev["code"] is None,
                           enable_thinking=config.enable_thinking, max_chars=config.history_max_chars,
-                          template_dir=config.template_dir)
+                          template_dir=config.template_dir, fn_name=problem.public.fn_name)
         seeded = dataclasses.replace(params, n=1, seed=request_seed(_base_seed(params, config), problem.id, index, t))
         (completion,) = await _generate(engine, messages, seeded, limiter, stats)
         program, public = await _step(completion.text, problem, client, stats, config.profile)

@@ -238,7 +238,7 @@ class CobaltCodeAgentLoop(AgentLoopBase):
                 break
             # the token sequence holds the whole response, so the history does too (no thinking cut)
             updated = extend(messages, text, step.public, no_code=False, enable_thinking=False,
-                             template_dir=self.template_dir)
+                             template_dir=self.template_dir, fn_name=public.fn_name)
             previous = updated[:-1]
             merged, new_mask, new_logprobs = await self.ct_merge_context_msg(previous, updated, token_ids, mask, logprobs)
             if len(new_mask) >= self.response_length:
