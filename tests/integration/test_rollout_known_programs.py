@@ -193,7 +193,7 @@ def test_replaying_the_records_gives_the_messages_sent(setup):
             step = asyncio.run(environment_step(turn["response"], parsed.problem.public, client))
             assert step.program == turn["code"] and step.public == turn["public"]
             agent = extend(agent, turn["response"], step.public, no_code=step.no_code, enable_thinking=True,
-                           fn_name=parsed.problem.public.fn_name)
+                           fn_name=parsed.problem.public.fn_name, profile="paper")  # the rollout's profile
             built = history_messages(parsed.problem, parsed.samples[i], t, config)
             assert sent[(i, t)] == built == agent, (i, t)
 

@@ -72,6 +72,7 @@ TURN_FIELDS: dict[str, str] = {
     "hidden_program_found": "bool, written by cobalt eval",
     "finish_reason": "string or null: the engine's",
     "completion_tokens": "int or null: the engine's",
+    "cut": "string, optional: the response was cut to the token budget ('max_tokens' or 'bytes')",
     "cached": "bool: a first turn taken from an earlier run",
     "rejudged": "bool: a cached first turn judged again on this run's public tests",
     "shipped_answer": "bool: the demo's first turn from the data set's answer",
