@@ -16,8 +16,9 @@ the rollout loop (:mod:`cobalt.rollout.loop`), the bandit-prompt builder
 - the next user message: :func:`next_user_message`, the repair instruction
   around the turn's feedback (:func:`cobalt.rollout.turns.turn_feedback`);
 - the environment step "response -> program -> public result":
-  :func:`environment_step`; :func:`extend` then appends the assistant turn and
-  the next user message.
+  :func:`environment_step` (an evaluator that could not run the program raises
+  :class:`~cobalt.health.InfrastructureError`: never a verdict, never feedback);
+  :func:`extend` then appends the assistant turn and the next user message.
 
 Nothing else in ``cobalt`` writes a chat message (a ``role``/``content`` dict);
 a test checks it.
