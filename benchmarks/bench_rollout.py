@@ -43,9 +43,9 @@ async def blocking_rollout(problems, engine, client, params, config) -> list[dic
     """The paper's loop: sequential requests; programs judged after the turn's generation."""
     import dataclasses
 
-    from cobalt.rollout.loop import RolloutStats, _turn_record, extract_program, first_turn_messages, judge_public
-    from cobalt.rollout.turns import next_user_message
-    from cobalt.text import history_text
+    from cobalt.rollout.conversation import extend, first_turn_messages
+    from cobalt.rollout.loop import RolloutStats, _turn_record, judge_public
+    from cobalt.text import extract_code
 
     stats = RolloutStats()
     records = []
@@ -60,15 +60,16 @@ async def blocking_rollout(problems, engine, client, params, config) -> list[dic
                 (out,) = await engine.generate([conv], dataclasses.replace(params, n=1))
                 responses.append(out[0])
             for i, completion in enumerate(responses):  # then judge, one program at a time
-                program = extract_program(completion.text, config.profile)
-                public = await judge_public(program, problem, client, stats)
+                program = extract_code(completion.text, config.profile)
+                public = await judge_public(program, problem, client, stats, profile=config.profile)
                 trajectories[i].append(_turn_record(completion.text, completion, program, public))
             if t < config.repair_turns:
-                for conv, turns in zip(convs, trajectories):
+                for k, turns in enumerate(trajectories):
                     last = turns[-1]
-                    conv.append({"role": "assistant", "content": history_text(
-                        last["response"], enable_thinking=config.enable_thinking, max_chars=config.history_max_chars)})
-                    conv.append({"role": "user", "content": next_user_message(last["public"], no_code=last["code"] is None)})
+                    convs[k] = extend(convs[k], last["response"], last["public"], no_code=last["code"] is None,
+                                      enable_thinking=config.enable_thinking, max_chars=config.history_max_chars,
+                                      template_dir=config.template_dir, fn_name=problem.public.fn_name,
+                                      profile=config.profile)
         records.append({"id": problem.id, "samples": [{"turns": tr} for tr in trajectories]})
     return records
 
@@ -77,7 +78,7 @@ async def at_once(problems, engine, params, config) -> float:
     """Seconds of one generate call holding every problem's first-turn prompt (n = samples), nothing judged."""
     import dataclasses
 
-    from cobalt.rollout.loop import first_turn_messages
+    from cobalt.rollout.conversation import first_turn_messages
 
     convs = [first_turn_messages(p, config.template_dir) for p in problems]
     t0 = time.perf_counter()

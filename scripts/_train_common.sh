@@ -108,9 +108,7 @@ if [[ "$DRY_RUN" == 1 ]]; then
 fi
 
 STARTED_RAY=0
-SERVE_PID=""
 cleanup() {
-    if [[ -n "$SERVE_PID" ]] && kill -0 "$SERVE_PID" 2>/dev/null; then kill "$SERVE_PID" || true; fi
     if [[ "$STARTED_RAY" == 1 && "${KEEP_RAY:-0}" != 1 ]]; then "$PYTHON" -m ray.scripts.scripts stop || true; fi
 }
 trap cleanup EXIT
@@ -129,15 +127,7 @@ if [[ "${SKIP_EVALUATOR:-0}" != 1 ]]; then
     HALF_CPUS=$(( $(nproc) / 2 ))
     EVALUATOR_REPLICAS="${EVALUATOR_REPLICAS:-$(( HALF_CPUS > 80 ? 80 : (HALF_CPUS < 1 ? 1 : HALF_CPUS) ))}"
     EVALUATOR_EXTRA=(--replicas "$EVALUATOR_REPLICAS" "${EVALUATOR_EXTRA[@]}")
-    if "$PYTHON" -c "import cobalt.execution.serve_cli" 2>/dev/null \
-        && cobalt_cli serve --help 2>/dev/null | grep -q -- "--detach"; then
-        cobalt_cli serve --address "$RAY_ADDRESS" --detach "${EVALUATOR_EXTRA[@]}"
-    else
-        export COBALT_EVAL_NUM_REPLICAS="$EVALUATOR_REPLICAS"
-        (cd "$REPO_ROOT" && exec "$PYTHON" -m ray.serve.scripts run remote_reward_server:app \
-            --address "$RAY_ADDRESS" --name evaluator --route-prefix /evaluator) &
-        SERVE_PID=$!
-    fi
+    cobalt_cli serve --address "$RAY_ADDRESS" --detach "${EVALUATOR_EXTRA[@]}"
     "$PYTHON" - <<'PY'
 import os
 import sys

@@ -93,9 +93,7 @@ async def public_results(problems) -> dict:
 
 def contexts(tokenizer, problems, publics, p_correct: float, p_fix: float) -> list:
     """Per instance and history: (prompt ids, [(response ids, weight), ...]) (module docstring)."""
-    from cobalt.rollout.loop import first_turn_messages
-    from cobalt.rollout.turns import next_user_message
-    from cobalt.text import history_text
+    from cobalt.rollout.conversation import extend, first_turn_messages
 
     out = []
     for p in problems:
@@ -108,10 +106,8 @@ def contexts(tokenizer, problems, publics, p_correct: float, p_fix: float) -> li
             messages = first_turn_messages(p)
             for kind in history:
                 code = p.extra["reference" if kind == "ref" else "buggy"]
-                messages = messages + [
-                    {"role": "assistant", "content": history_text(target(code), enable_thinking=True)},
-                    {"role": "user", "content": next_user_message(publics[(p.id, kind)])},
-                ]
+                messages = extend(messages, target(code), publics[(p.id, kind)], no_code=False,
+                                  enable_thinking=True, fn_name=p.public.fn_name)
             if not history:
                 targets = [(ids["ref"], p_correct), (ids["bug"], 1 - p_correct)]
             elif history[-1] == "bug":
@@ -215,7 +211,7 @@ def sample_first_turns(model, tokenizer, problems, args, device) -> dict:
     """First-turn samples at temperature 1 sorted into reference / bug / other by their code."""
     import torch
 
-    from cobalt.rollout.loop import first_turn_messages
+    from cobalt.rollout.conversation import first_turn_messages
     from cobalt.text import extract_code
 
     torch.manual_seed(args.seed)

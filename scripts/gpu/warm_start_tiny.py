@@ -100,20 +100,11 @@ def shipped_problems():
 
 
 def problems_record(problem, n_public: int = 4) -> dict:
-    """A problems-file record: call-based tests, the first ones public, the rest hidden."""
-    from cobalt.data.problems import tests_json
+    """A problems-file record, as the rollouts read the shipped problems (call-based tests, the
+    first ones public, the rest hidden, the starter code the first turn shows)."""
+    from cobalt.rollout.leetcode import problem_record as leetcode_record
 
-    tests = problem.call_tests()
-    k = max(1, min(n_public, len(tests) // 2))
-    return {
-        "id": problem.task_id,
-        "question": problem.question,
-        "difficulty": problem.difficulty or None,
-        "source": "leetcode",
-        "public_test_cases": tests_json(tests.subset(range(k))),
-        "hidden_test_cases": tests_json(tests.subset(range(k, len(tests)))),
-        "test_cases": tests_json(tests),
-    }
+    return leetcode_record(problem, n_public)
 
 
 def problem_record(problem):
@@ -125,7 +116,7 @@ def problem_record(problem):
 
 def messages(problem) -> list[dict]:
     """The single-turn training prompt: the rollouts' first turn (system + instruction templates)."""
-    from cobalt.rollout.loop import first_turn_messages
+    from cobalt.rollout.conversation import first_turn_messages
 
     return first_turn_messages(problem_record(problem))
 
@@ -181,19 +172,16 @@ def repair_examples(tokenizer, examples) -> list:
     """The repair curriculum's extra examples for each first-turn example (module docstring).
 
     The feedback is what a rollout shows: the public tests of :func:`problems_record` run in
-    the real sandbox (embedded evaluator), worded by ``cobalt.rollout.turns.next_user_message``,
-    after the earlier answer as ``cobalt.text.history_text`` keeps it.
+    the real sandbox (embedded evaluator), worded by ``cobalt.rollout.conversation`` after the
+    earlier answer as the history keeps it (the conversation the rollouts hold).
     """
     from cobalt.execution.client import EvaluatorClient
-    from cobalt.rollout.loop import first_turn_messages
-    from cobalt.rollout.turns import next_user_message
-    from cobalt.text import history_text
+    from cobalt.rollout.conversation import extend, first_turn_messages, judge_program
 
     client = EvaluatorClient.embedded()
 
     async def public_result(program: str, record) -> dict:
-        result = await client.evaluate(program, record.public)
-        return {"passing": list(result.passing), "feedback": list(result.feedback)}
+        return (await judge_program(program, record.public, client)).public
 
     extra = []
     for problem, prompt_ids, response_ids in examples:
@@ -206,10 +194,8 @@ def repair_examples(tokenizer, examples) -> list:
         for program in (broken, problem.reference):
             answer = target(program)
             public = asyncio.run(public_result(program, record))
-            follow_up = first + [
-                {"role": "assistant", "content": history_text(answer, enable_thinking=True)},
-                {"role": "user", "content": next_user_message(public)},
-            ]
+            follow_up = extend(first, answer, public, no_code=False, enable_thinking=True,
+                               fn_name=record.public.fn_name)
             extra.append((problem, prompt_token_ids(tokenizer, follow_up), response_ids))
     return extra
 

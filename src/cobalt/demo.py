@@ -172,13 +172,18 @@ async def _main(args: argparse.Namespace) -> int:
         args.max_tokens = 48 if tiny else 2048
     # The tiny model's text is noise either way; greedy decoding spares top-p over 151,936
     # tokens per step, which dominates its time on a CPU. A real model samples as the paper.
-    args.temperature = 0.0 if tiny else 0.6
+    from cobalt.defaults import TEMPERATURE, TOP_P
     from cobalt.engines.base import SamplingParams
 
+    args.temperature = 0.0 if tiny else TEMPERATURE
+
     t0 = time.perf_counter()
-    await engine.generate([[{"role": "user", "content": "hello"}]], SamplingParams(max_new_tokens=1))
+    from cobalt.rollout.conversation import message
+
+    await engine.generate([[message("user", "hello")]], SamplingParams(max_new_tokens=1))
     _line("2 model", f"{label} ({args.engine} engine, loaded in {time.perf_counter() - t0:.1f}s; "
-          f"{'greedy' if args.temperature == 0 else 'temperature 0.6, top-p 0.95'}, {args.max_tokens} new tokens)")
+          f"{'greedy' if args.temperature == 0 else f'temperature {TEMPERATURE}, top-p {TOP_P}'}, "
+          f"{args.max_tokens} new tokens)")
 
     # 3-4. rollout
     save_settings(work / "rollout.jsonl", "cobalt demo", settings, extra={"samples": args.samples, "profile": profile})
@@ -188,8 +193,9 @@ async def _main(args: argparse.Namespace) -> int:
         return 1
 
     # 5. hidden evaluation
-    from cobalt.evaluation.cli import evaluate_file, summarize
-    from cobalt.evaluation.hidden import EvalStats
+    from cobalt.defaults import HISTORY_MAX_CHARS
+    from cobalt.evaluation.hidden import EvalStats, evaluate_file
+    from cobalt.evaluation.passk import summarize
     from cobalt.io import JsonlAppender
 
     t0 = time.perf_counter()
@@ -198,7 +204,7 @@ async def _main(args: argparse.Namespace) -> int:
     save_settings(evaluated, "cobalt demo", {"input": os.path.abspath(work / "rollout.jsonl"), "profile": profile})
     with JsonlAppender(evaluated) as out:
         errors = await evaluate_file(work / "rollout.jsonl", out.write, client, profile=profile, enable_thinking=None,
-                                     history_max_chars=6000, max_problems=8, done={str(d) for d in out.done},
+                                     history_max_chars=HISTORY_MAX_CHARS, max_problems=8, done={str(d) for d in out.done},
                                      stats=stats)
     summary = summarize(evaluated)
     _line("5 hidden eval", f"{stats.distinct_programs} distinct programs run on the hidden tests, "
@@ -248,14 +254,17 @@ def _choose_model(args: argparse.Namespace, work: Path) -> tuple[str, str, bool]
 async def _rollout(args, engine, client, work: Path, problems_path: Path, profile: str, leet) -> bool:
     """Stages 3 and 4: the first turn (cached real answers or the model's) and the repair turns."""
     from cobalt.data.problems import iter_problems
+    from cobalt.data.records import inference_record, public_rates, turn_dict
+    from cobalt.defaults import TOP_P
     from cobalt.engines.base import SamplingParams
     from cobalt.io import JsonlAppender
     from cobalt.rollout.cli import load_first_turns
     from cobalt.rollout.leetcode import fenced_answer
-    from cobalt.rollout.loop import RolloutConfig, RolloutStats, extract_program, judge_public, run_rollout
+    from cobalt.rollout.loop import RolloutConfig, RolloutStats, judge_public, run_rollout
+    from cobalt.text import extract_code
 
     problems = [p for _, p in iter_problems(problems_path)]
-    params = SamplingParams(temperature=args.temperature, top_p=0.95 if args.temperature else 1.0,
+    params = SamplingParams(temperature=args.temperature, top_p=TOP_P if args.temperature else 1.0,
                             max_new_tokens=args.max_tokens, seed=0)
     first_path = work / "first_turn.jsonl"
     t0 = time.perf_counter()
@@ -283,13 +292,11 @@ async def _rollout(args, engine, client, work: Path, problems_path: Path, profil
             firsts = []
             if args.first_turn == "shipped":
                 response = answers[problem.id]
-                program = extract_program(response, profile)
+                program = extract_code(response, profile)
                 public = await judge_public(program, problem, client, shipped_stats, profile=profile)
-                firsts.append({"turns": [{"response": response, "code": program, "public": public,
-                                          "public_pass_rate": sum(public["passing"]) / len(public["passing"]),
-                                          "shipped_answer": True}]})
+                firsts.append({"turns": [{**turn_dict(response, program, public), "shipped_answer": True}]})
             firsts += model_first.get(problem.id, [])
-            out.write({**problem.to_dict(), "enable_thinking": False, "samples": firsts})
+            out.write(inference_record(problem.to_dict(), firsts, enable_thinking=False))
 
         await asyncio.gather(*(one(p) for p in problems))
     if args.first_turn == "shipped":
@@ -298,7 +305,7 @@ async def _rollout(args, engine, client, work: Path, problems_path: Path, profil
     else:
         source = f"the model's {samples} samples"
     first = [json.loads(x) for x in first_path.read_text().splitlines()]
-    rates = [t["turns"][0]["public_pass_rate"] for r in first for t in r["samples"]]
+    rates = [s[0] for r in first for s in public_rates(r)]
     _line("3 first turn", f"{source}: mean public pass rate {sum(rates) / max(len(rates), 1):.3f}, "
           f"{sum(r == 1.0 for r in rates)}/{len(rates)} pass every public test [{time.perf_counter() - t0:.1f}s]")
 
@@ -317,7 +324,7 @@ async def _rollout(args, engine, client, work: Path, problems_path: Path, profil
     recs = [json.loads(x) for x in (work / "rollout.jsonl").read_text().splitlines()]
     per_turn = []
     for t in range(args.turns + 1):
-        vals = [s["turns"][t]["public_pass_rate"] for r in recs for s in r["samples"]]
+        vals = [s[t] for r in recs for s in public_rates(r)]
         per_turn.append(f"{sum(vals) / max(len(vals), 1):.2f}")
     _line("4 repair turns", f"{args.turns} repair turns x {samples} sample(s) x {len(recs)} problems: "
           f"{stats.responses} responses ({stats.completion_tokens} tokens), {stats.programs_run} programs judged, "

@@ -16,10 +16,13 @@ Templates and their placeholders:
 file                   placeholders
 =====================  ==============================================================
 system.txt             (none)
-instruction.txt        ``{question}`` (required): the problem statement
+instruction.txt        ``{question}`` (required): the problem statement (a program on stdin/stdout)
+instruction_call.txt   ``{question}``, ``{call}``, ``{starter_code}`` (required): the statement of a
+                       call-based problem, what the judge calls, and the code to start from
 repair.txt             ``{feedback}`` (required): execution feedback of the last program
+repair_call.txt        ``{feedback}``, ``{call}`` (required): the same for a call-based problem
 all_public_passed.txt  (none): the feedback when every public test passes (sent inside
-                       repair.txt, like any feedback: :func:`feedback_turn_message`)
+                       repair.txt, like any feedback: ``cobalt.rollout.conversation``)
 judge_system.txt       (none): the reward-hacking judge's system message
 judge.txt              ``{problem}``, ``{new_program}`` (required), ``{previous_program}``,
                        ``{feedback}``, ``{diff}``, ``{pass_rates}``
@@ -54,7 +57,10 @@ class TemplateSpec:
 TEMPLATES: dict[str, TemplateSpec] = {
     "system": TemplateSpec("system.txt"),
     "instruction": TemplateSpec("instruction.txt", ("question",), ("question",)),
+    "instruction_call": TemplateSpec("instruction_call.txt", ("question", "call", "starter_code"),
+                                     ("question", "call", "starter_code")),
     "repair": TemplateSpec("repair.txt", ("feedback",), ("feedback",)),
+    "repair_call": TemplateSpec("repair_call.txt", ("feedback", "call"), ("feedback", "call")),
     "all_public_passed": TemplateSpec("all_public_passed.txt"),
     "judge_system": TemplateSpec("judge_system.txt"),
     "judge": TemplateSpec(
@@ -155,35 +161,61 @@ def system_prompt(template_dir: str | os.PathLike | None = None) -> str:
     return render("system", template_dir).strip()
 
 
-def problem_prompt(question: str, template_dir: str | os.PathLike | None = None) -> str:
-    """The first-turn user message: the instruction followed by ``question``."""
-    return render("instruction", template_dir, question=question.strip()).strip()
+def problem_prompt(question: str, template_dir: str | os.PathLike | None = None, *,
+                   fn_name: str | None = None, starter_code: str = "") -> str:
+    """The first-turn user message: the instruction of the problem's interface, then ``question``.
+
+    Without ``fn_name`` the program reads standard input (``instruction.txt``). With it the
+    judge calls ``fn_name`` (``instruction_call.txt``): the message names the call (the
+    method of ``class Solution`` when the starter code defines that class, else the function)
+    and shows ``starter_code`` (a bare signature when there is none).
+
+    >>> "standard input" in problem_prompt("Add two numbers.")
+    True
+    >>> text = problem_prompt("Add.", fn_name="add", starter_code="class Solution:\\n    def add(self, a, b):")
+    >>> "`Solution().add(...)`" in text and "def add(self, a, b):" in text
+    True
+    """
+    if not fn_name:
+        return render("instruction", template_dir, question=question.strip()).strip()
+    starter = starter_code.rstrip() or f"def {fn_name}(*args):"
+    return render("instruction_call", template_dir, question=question.strip(), call=called_name(fn_name, starter),
+                  starter_code=starter).strip()
 
 
-def repair_prompt(feedback: str, template_dir: str | os.PathLike | None = None) -> str:
-    """A repair-turn user message: analyse and fix the last program given ``feedback``."""
-    return render("repair", template_dir, feedback=feedback.strip()).strip()
+def called_name(fn_name: str, starter_code: str) -> str:
+    """What the judge calls, as the instruction names it: ``Solution().f(...)`` when the
+    starter code defines ``class Solution``, else ``f(...)`` (in backticks).
+
+    >>> called_name("f", "class Solution:\\n    def f(self): ...")
+    '`Solution().f(...)`'
+    >>> called_name("f", "def f(x):")
+    '`f(...)`'
+    """
+    if re.search(r"^\s*class\s+Solution\b", starter_code, re.MULTILINE):
+        return f"`Solution().{fn_name}(...)`"
+    return f"`{fn_name}(...)`"
+
+
+def repair_prompt(feedback: str, template_dir: str | os.PathLike | None = None, *,
+                  fn_name: str | None = None) -> str:
+    """A repair-turn user message: analyse and fix the last program given ``feedback``.
+
+    With ``fn_name`` (a problem judged by a call) the message says the judge calls
+    ``fn_name`` rather than asking for a program on standard input (``repair_call.txt``).
+    """
+    if not fn_name:
+        return render("repair", template_dir, feedback=feedback.strip()).strip()
+    return render("repair_call", template_dir, feedback=feedback.strip(), call=f"`{fn_name}`").strip()
 
 
 def feedback_all_public_passed(template_dir: str | os.PathLike | None = None) -> str:
     """The feedback text used when a program passes every public test (METHOD §4).
 
-    It is feedback, not a message: send it through :func:`feedback_turn_message`
-    (METHOD §9: every feedback, this one included, is wrapped in the repair instruction).
+    It is feedback, not a message: ``cobalt.rollout.conversation`` wraps it in the repair
+    instruction (METHOD §9: every feedback, this one included, is wrapped).
     """
     return render("all_public_passed", template_dir).strip()
-
-
-def feedback_turn_message(feedback: str | None, template_dir: str | os.PathLike | None = None) -> str:
-    """The user message of a repair turn: the repair instruction wrapped around ``feedback``.
-
-    ``feedback`` is the execution feedback to show (for instance the first
-    failing public test's), or None when every public test passed: the
-    all-passed text (:func:`feedback_all_public_passed`) then goes into the
-    same repair instruction, as in the original (METHOD §9).
-    """
-    text = feedback_all_public_passed(template_dir) if feedback is None else feedback
-    return repair_prompt(text, template_dir)
 
 
 def judge_system_prompt(template_dir: str | os.PathLike | None = None) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 
+from cobalt.defaults import HISTORY_MAX_CHARS
 from cobalt.profile import DEFAULT_PROFILE, Profile, resolve_profile
 
 THINK_END = "</think>"
@@ -131,17 +132,6 @@ def split_think(response: str) -> tuple[str | None, str]:
     if stripped.startswith("<think>"):
         think = stripped[len("<think>"):]
     return think, response[idx + len(THINK_END):]
-
-
-def answer_for_history(response: str, max_chars: int = 6000) -> str:
-    """What a multi-turn history keeps of a thinking model's turn (METHOD §4):
-    the text after ``</think>`` (or all of it when there is none), cut to ``max_chars``."""
-    _, answer = split_think(response)
-    return answer.strip()[:max_chars]
-
-
-HISTORY_MAX_CHARS = 6000
-"""How much of an assistant turn a multi-turn history keeps (METHOD §9)."""
 
 
 def history_text(response: str, *, enable_thinking: bool, max_chars: int = HISTORY_MAX_CHARS) -> str:

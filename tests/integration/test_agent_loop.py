@@ -15,7 +15,7 @@ Generation comes from stand-ins for verl's LLM server client (the same
 
 Expected values are computed independently of the loop: the evaluator is called
 directly on the same programs, the feedback text comes from
-``cobalt.rollout.turns.next_user_message``, the reward from ``cobalt.reward``.
+``cobalt.rollout.conversation.next_user_message``, the reward from ``cobalt.reward``.
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from cobalt.execution.base import TestCases  # noqa: E402
 from cobalt.execution.client import EvaluatorClient  # noqa: E402
 from cobalt.prompts import problem_prompt, system_prompt  # noqa: E402
 from cobalt.reward import shaped_reward  # noqa: E402
-from cobalt.rollout.turns import next_user_message  # noqa: E402
+from cobalt.rollout.conversation import next_user_message  # noqa: E402
 from cobalt.verl_plugin.runs import RunSettings, build_overrides, compose_config  # noqa: E402
 
 pytestmark = pytest.mark.verl
@@ -199,7 +199,9 @@ async def test_repair_turn_then_stop_when_public_tests_pass(tmp_path, tokenizer,
     assert middle and out.response_mask[len(first): len(response) - len(second)] == [0] * len(middle)
     assert sum(out.response_mask) == len(first) + len(second)
     # The masked part is the feedback turn, rendered by the chat template, with the rollout's repair message.
-    expected_feedback = next_user_message(await public_result(client, problem, problem["wrong"]))
+    expected_feedback = next_user_message(await public_result(client, problem, problem["wrong"]),
+                                          fn_name=problem["public"].fn_name)
+    assert ("the judge calls" in expected_feedback) is bool(problem["public"].fn_name)  # stdin tests here
     assert not (await public_result(client, problem, problem["wrong"])).all_passed
     feedback_text = tokenizer.decode(middle)
     assert feedback_text.startswith("\n<|im_start|>user\n") and feedback_text.endswith("<|im_start|>assistant\n")

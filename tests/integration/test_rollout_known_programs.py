@@ -16,6 +16,7 @@ sample     turn 0                      turn 1                        turn 2
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 
@@ -124,8 +125,12 @@ def test_conversations_sent_to_the_model(setup):
     # turn 0: one request with n = 4; then one request per sample and repair turn, no early stop
     assert sorted(r.get("n", 1) for r in reqs) == [1] * 8 + [4]
     first = next(r for r in reqs if r.get("n", 1) == 4)
+    starter = setup["problem"].starter_code
     assert first["messages"] == [{"role": "system", "content": system_prompt()},
-                                 {"role": "user", "content": problem_prompt(setup["problem"].question)}]
+                                 {"role": "user", "content": problem_prompt(setup["problem"].question,
+                                                                            fn_name=setup["problem"].fn_name,
+                                                                            starter_code=starter)}]
+    assert f"`Solution().{setup['problem'].fn_name}(...)`" in first["messages"][1]["content"]
     by_key = {}
     for r in reqs:
         msgs = r["messages"]
@@ -135,14 +140,16 @@ def test_conversations_sent_to_the_model(setup):
             by_key[(sample, turns)] = msgs
     assert len(by_key) == 8
     rec = setup["out"][0]
-    all_passed = repair_prompt(feedback_all_public_passed())
+    fn = setup["problem"].fn_name
+    all_passed = repair_prompt(feedback_all_public_passed(), fn_name=fn)
+    assert f"the judge calls `{fn}`" in all_passed and "reads standard input" not in all_passed
     # sample 0 passed every public test: the all-passed sentence inside the repair instruction, every turn
     assert by_key[(0, 1)][3]["content"] == all_passed and by_key[(0, 2)][5]["content"] == all_passed
     # sample 1: the first failing public test's feedback
-    assert by_key[(1, 1)][3]["content"] == repair_prompt(rec["samples"][1]["turns"][0]["public"]["feedback"][0])
+    assert by_key[(1, 1)][3]["content"] == repair_prompt(rec["samples"][1]["turns"][0]["public"]["feedback"][0], fn_name=fn)
     assert by_key[(1, 2)][5]["content"] == all_passed  # the memoriser passes every public test
     # sample 2: no code
-    assert by_key[(2, 1)][3]["content"] == repair_prompt(NO_CODE_FEEDBACK)
+    assert by_key[(2, 1)][3]["content"] == repair_prompt(NO_CODE_FEEDBACK, fn_name=fn)
     # sample 3: the history keeps the text after the last </think>, stripped, cut to 6,000 characters
     answer = setup["script"][(3, 0)].split("</think>")[-1].strip()[:6000]
     assert by_key[(3, 1)][2] == {"role": "assistant", "content": answer}
@@ -150,6 +157,45 @@ def test_conversations_sent_to_the_model(setup):
     assert by_key[(3, 2)][4]["content"] == setup["script"][(3, 1)].split("</think>")[-1].strip()
     # the whole conversation of the last turn: system, user, then (assistant, user) pairs
     assert [m["role"] for m in by_key[(0, 2)]] == ["system", "user", "assistant", "user", "assistant", "user"]
+
+
+def _sent_by_sample_and_turn(requests) -> dict:
+    by_key = {}
+    for r in requests:
+        msgs = r["messages"]
+        turns = sum(m["role"] == "assistant" for m in msgs)
+        if turns:
+            by_key[(int(re.search(r"sample (\d) turn", msgs[2]["content"]).group(1)), turns)] = msgs
+    return by_key
+
+
+def test_replaying_the_records_gives_the_messages_sent(setup):
+    """One conversation: the rollout's records, replayed by the bandit-prompt builder and by the
+    agent loop's step (``conversation.extend`` over ``conversation.environment_step``'s result),
+    give exactly the messages the rollout sent to the model."""
+    from cobalt.data.records import TrajectoryRecord
+    from cobalt.data.trajectories import BuildConfig, history_messages
+    from cobalt.execution.client import EvaluatorClient
+    from cobalt.rollout.conversation import environment_step, extend, first_turn_messages
+
+    (rec,) = setup["out"]
+    # the builder reads evaluated records; hidden rates do not enter the messages
+    evaluated = {**rec, "samples": [{"turns": [{**t, "hidden_pass_rate": 0.0} for t in s["turns"]]}
+                                    for s in rec["samples"]]}
+    parsed = TrajectoryRecord.from_dict(evaluated, path="rollout.jsonl", line=1)
+    sent = _sent_by_sample_and_turn(setup["requests"])
+    client = EvaluatorClient.embedded(max_concurrency=2)
+    config = BuildConfig(enable_thinking=True)
+    for i, sample in enumerate(rec["samples"]):
+        agent = first_turn_messages(parsed.problem)
+        for t in (1, 2):
+            turn = sample["turns"][t - 1]
+            step = asyncio.run(environment_step(turn["response"], parsed.problem.public, client))
+            assert step.program == turn["code"] and step.public == turn["public"]
+            agent = extend(agent, turn["response"], step.public, no_code=step.no_code, enable_thinking=True,
+                           fn_name=parsed.problem.public.fn_name, profile="paper")  # the rollout's profile
+            built = history_messages(parsed.problem, parsed.samples[i], t, config)
+            assert sent[(i, t)] == built == agent, (i, t)
 
 
 def _hidden_rate(setup, program: str) -> float:

@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 import pytest
 
 from cobalt.execution.base import ExecOptions
-from cobalt.execution.client import EvaluatorClient, RequestRejected, results_equal
+from cobalt.execution.client import EvaluatorClient, RequestRejected
 from support.ray_cluster import RayCluster
 
 ray = pytest.importorskip("ray")
@@ -82,7 +82,9 @@ def test_served_and_embedded_results_are_identical_under_both_profiles(served, l
         local_results = asyncio.run(local_client.evaluate_many(jobs))
         assert len(served_results) == len(jobs)
         for s, l in zip(served_results, local_results):
-            assert results_equal(s, l), (profile, options, s.status, l.status, s.feedback[:1], l.feedback[:1])
+            # verdicts, feedback and statuses agree (timings differ)
+            assert (s.passing, s.feedback, s.status) == (l.passing, l.feedback, l.status), (
+                profile, options, s.status, l.status, s.feedback[:1], l.feedback[:1])
         assert served_results[-1].passing == (True, False)
         assert served_results[-2].status == ("timeout",)
         got.append(served_results)

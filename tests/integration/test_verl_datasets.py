@@ -14,7 +14,7 @@ from omegaconf import OmegaConf  # noqa: E402  (verl's own dependency)
 
 from cobalt import prompts  # noqa: E402
 from cobalt.cli import main  # noqa: E402
-from cobalt.data.trajectories import TokenCounter  # noqa: E402
+from cobalt.data.trajectories import ChatTokenCounter  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "trajectories"
@@ -22,8 +22,8 @@ TOKENIZER = REPO.parent / "shared" / "data" / "qwen3_tokenizer"
 
 
 @pytest.fixture(scope="module")
-def counter() -> TokenCounter:
-    return TokenCounter.from_pretrained(str(TOKENIZER))
+def counter() -> ChatTokenCounter:
+    return ChatTokenCounter.from_pretrained(str(TOKENIZER))
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def cobalt_data(tmp_path_factory) -> Path:
     return root
 
 
-def load(path: Path, tmp_path: Path, counter: TokenCounter, max_prompt_length: int = 20_000):
+def load(path: Path, tmp_path: Path, counter: ChatTokenCounter, max_prompt_length: int = 20_000):
     config = OmegaConf.create({
         "cache_dir": str(tmp_path / "verl_cache"),
         "prompt_key": "prompt",

@@ -22,6 +22,7 @@ LAYERS: dict[str, int] = {
     "cobalt.profile": 0,
     "cobalt.cli_support": 0,
     "cobalt.hub": 0,
+    "cobalt.defaults": 0,
     "cobalt.text": 1,
     "cobalt.prompts": 1,
     # base: services every stage may use
@@ -138,3 +139,14 @@ def test_the_parser_sees_lazy_relative_and_from_package_imports():
                      (6, "cobalt.data.problems"), (7, "cobalt.evaluation.passk"), (8, "cobalt")]
     assert [layer_of(m) for _, m in found] == [0, 5, 8, 4, 6, 0]
     assert layer_of("cobalt.data.verl_datasets") == 7 and layer_of("cobalt.data.taco") == 4
+
+
+def test_evaluation_imports_nothing_from_rollout():
+    """Evaluation reads records (cobalt.data.records) and runs programs; it needs no rollout code."""
+    found = []
+    for path in sorted((SRC / "evaluation").rglob("*.py")):
+        module = module_name(path)
+        found += [f"{path.relative_to(SRC)}:{line} {target}"
+                  for line, target in cobalt_imports(path.read_text(encoding="utf-8"), module, path.name == "__init__.py")
+                  if target.startswith("cobalt.rollout")]
+    assert not found, "\n".join(found)

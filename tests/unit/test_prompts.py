@@ -5,6 +5,7 @@ import pytest
 
 from cobalt import prompts
 from cobalt.prompts import TemplateError
+from cobalt.rollout.conversation import repair_message
 
 
 @pytest.fixture(autouse=True)
@@ -81,8 +82,8 @@ def test_unknown_template_name():
 
 
 def test_all_passed_goes_through_repair():
-    """Regression: the all-passed sentence is wrapped in the repair instruction, never sent alone."""
-    message = prompts.feedback_turn_message(None)
+    """The all-passed sentence is wrapped in the repair instruction, never sent alone."""
+    message = repair_message(None)
     assert message.startswith("Your previous program was run on test cases")
     assert message.endswith(
         "Execution feedback:\nYour program passed every public test case it was run on. It will also be judged "
@@ -90,14 +91,14 @@ def test_all_passed_goes_through_repair():
         "limits those hidden tests may cover, and make sure the program handles them."
     )
     failing = "Input:\n3\nProgram's Output:\n8\nExpected Output:\n9"
-    assert prompts.feedback_turn_message(failing).endswith("Execution feedback:\n" + failing)
-    assert prompts.feedback_turn_message(failing).startswith("Your previous program was run on test cases")
+    assert repair_message(failing).endswith("Execution feedback:\n" + failing)
+    assert repair_message(failing).startswith("Your previous program was run on test cases")
 
 
 def test_all_passed_override_also_wrapped(tmp_path):
     (tmp_path / "all_public_passed.txt").write_text("ALL GOOD\n", encoding="utf-8")
     (tmp_path / "repair.txt").write_text("FIX <<{feedback}>>\n", encoding="utf-8")
-    assert prompts.feedback_turn_message(None, template_dir=tmp_path) == "FIX <<ALL GOOD>>"
+    assert repair_message(None, template_dir=tmp_path) == "FIX <<ALL GOOD>>"
 
 
 @pytest.mark.parametrize(
@@ -114,9 +115,36 @@ def test_all_passed_override_also_wrapped(tmp_path):
         ("system", ["read-only", "resource limits", "fork", "signals", "shell commands", "file system",
                     "psutil", "resource", "ipdb", "tkinter", "joblib", "mention a rule only where"]),
         ("all_public_passed", ["passed every public test", "hidden test cases", "edge cases"]),
+        ("repair_call", ["trace", "partial answers are not accepted", "entire corrected program",
+                         "one new ```python fenced code block", "the judge calls {call}", "do not read input",
+                         "execution feedback:\n{feedback}"]),
+        ("instruction_call", ["step by step", "brainstorm", "not run as a script on standard input",
+                              "the judge calls {call}", "returns", "starter code", "do not read input",
+                              "```python\n{starter_code}\n```", "problem:\n{question}"]),
     ],
 )
 def test_templates_carry_method_content(name, phrases):
     text, _ = prompts.load_template(name)
     for phrase in phrases:
         assert phrase in text.lower(), (name, phrase)
+
+
+def test_call_based_instruction_names_the_call_and_shows_the_starter():
+    starter = "class Solution:\n    def maxOperations(self, nums: List[int]) -> int:"
+    text = prompts.problem_prompt("Count the operations.", fn_name="maxOperations", starter_code=starter)
+    assert "`Solution().maxOperations(...)`" in text
+    assert "```python\n" + starter + "\n```" in text
+    assert "standard input and print" not in text and text.endswith("Problem:\nCount the operations.")
+    bare = prompts.problem_prompt("Q", fn_name="solve")
+    assert "`solve(...)`" in bare and "def solve(*args):" in bare
+    stdin = prompts.problem_prompt("Q")
+    assert "read its input from standard input" in stdin and "judge calls" not in stdin
+
+
+def test_call_based_repair_names_the_call_instead_of_stdin():
+    stdin = prompts.repair_prompt("fb")
+    call = prompts.repair_prompt("fb", fn_name="maxOperations")
+    assert "reads standard input" in stdin and "judge calls" not in stdin
+    assert "the judge calls `maxOperations`" in call and "reads standard input and writes" not in call
+    assert call.endswith("Execution feedback:\nfb") and call.split("Rules for the fix")[0] == stdin.split("Rules for the fix")[0]
+    assert repair_message(None, fn_name="f") == prompts.repair_prompt(prompts.feedback_all_public_passed(), fn_name="f")

@@ -10,7 +10,7 @@ import pytest
 
 import cobalt.text
 from cobalt.profile import Profile
-from cobalt.text import answer_for_history, extract_code, fenced_blocks, split_think
+from cobalt.text import extract_code, fenced_blocks, history_text, split_think
 
 LEETCODE = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "leetcode" / "leetcode_problems.jsonl.gz"
 
@@ -118,5 +118,5 @@ def test_split_think_and_history():
     assert think == "\nplan" and answer == "\nanswer</think>tail"
     assert split_think("no tags") == (None, "no tags")
     long = "<think>x</think>" + "y" * 7000
-    assert answer_for_history(long) == "y" * 6000
-    assert answer_for_history("  plain answer  ") == "plain answer"
+    assert history_text(long, enable_thinking=True) == "y" * 6000
+    assert history_text("<think>x</think>  plain answer  ", enable_thinking=True) == "plain answer"

@@ -61,28 +61,23 @@ class TurnRow:
 
 def correct_matrix(record: Mapping, turns: int) -> np.ndarray:
     """samples x turns booleans: hidden pass rate 1.0 (a missing turn counts as wrong)."""
+    from cobalt.data.records import hidden_rates
     from cobalt.evaluation.passk import is_correct
 
     rows = []
-    for sample in record["samples"]:
-        rates = [turn.get("hidden_pass_rate") for turn in sample["turns"]]
+    for rates in hidden_rates(record):
         rows.append([t < len(rates) and is_correct(rates[t]) for t in range(turns)])
     return np.array(rows, dtype=bool).reshape(len(rows), turns)
 
 
 def load_run(path: str | Path) -> dict[str, Mapping]:
     """{problem id: evaluated record}; errors name the file, line and field."""
+    from cobalt.data.records import hidden_rates
     from cobalt.io import RecordError, iter_jsonl
 
     out: dict[str, Mapping] = {}
     for line, rec in iter_jsonl(path):
-        if not isinstance(rec, dict) or not isinstance(rec.get("samples"), list) or not rec["samples"]:
-            raise RecordError(path, line, "samples", "missing or empty (not an evaluated inference record)")
-        for i, sample in enumerate(rec["samples"]):
-            for j, turn in enumerate(sample.get("turns") or []):
-                if "hidden_pass_rate" not in turn:
-                    raise RecordError(path, line, f"samples[{i}].turns[{j}].hidden_pass_rate",
-                                      "missing: run cobalt eval on this file first")
+        hidden_rates(rec, path=str(path), line=line, require=True)
         pid = str(rec.get("id"))
         if pid in out:
             raise RecordError(path, line, "id", f"problem {pid} appears twice")
@@ -127,7 +122,9 @@ def compare(a: Mapping[str, Mapping], b: Mapping[str, Mapping], *, names: tuple[
     if not ids:
         raise ValueError("no problems to compare")
     if turns is None:
-        turns = max(len(s["turns"]) for run in (a, b) for r in run.values() for s in r["samples"])
+        from cobalt.data.records import hidden_rates
+
+        turns = max(len(rates) for run in (a, b) for r in run.values() for rates in hidden_rates(r))
     mats = {k: [correct_matrix(run[i], turns) for i in ids] for k, run in (("a", a), ("b", b))}
     idx = bootstrap_indices(len(ids), resamples, seed)
     rows = []

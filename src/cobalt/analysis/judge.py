@@ -74,6 +74,7 @@ def _rates(values: Sequence[Any]) -> str:
 def judge_messages(case: Mapping[str, Any], template_dir: str | None = None) -> list[dict[str, str]]:
     """The system and user messages that ask the judge about ``case``."""
     from cobalt.prompts import judge_prompt, judge_system_prompt
+    from cobalt.rollout.conversation import message
 
     user = judge_prompt(
         template_dir,
@@ -84,7 +85,7 @@ def judge_messages(case: Mapping[str, Any], template_dir: str | None = None) -> 
         diff=str(case.get("diff") or "").rstrip() or "(no change)",
         pass_rates=format_pass_rates(case),
     )
-    return [{"role": "system", "content": judge_system_prompt(template_dir)}, {"role": "user", "content": user}]
+    return [message("system", judge_system_prompt(template_dir)), message("user", user)]
 
 
 def majority(verdicts: Sequence[int | None]) -> tuple[int | None, float | None]:
@@ -321,17 +322,14 @@ def engine_options(args: argparse.Namespace) -> dict[str, Any]:
 def _check_engine_options(name: str, options: Mapping[str, Any]) -> None:
     # engine_from_args leaves out options a backend does not take; an --engine-option the
     # user typed must not vanish silently, so name it here.
-    import importlib
-
-    from cobalt.engines.base import ENGINES, EngineError
+    from cobalt.engines.base import ENGINES, EngineError, engine_factory
     from cobalt.engines.cli import _accepted
 
     if not options or name not in ENGINES:
         return
-    module_name, _, attr = ENGINES[name].partition(":")
     try:
-        accepted = _accepted(getattr(importlib.import_module(module_name), attr))
-    except ImportError:
+        accepted = _accepted(engine_factory(name))
+    except EngineError:
         return  # engine_from_args reports the missing package
     unknown = sorted(k for k in options if accepted is not None and k not in accepted)
     if unknown:

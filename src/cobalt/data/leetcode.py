@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import gzip
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -86,6 +87,24 @@ def method_name(entry_point: str) -> str:
     return entry_point.rsplit(".", 1)[-1].strip()
 
 
+_CODE_BLOCK_RE = re.compile(r"```python\n(.*?)```", re.DOTALL)
+
+
+def starter_code(rec: dict) -> str:
+    """The starter code of a LeetCodeDataset record: its ``meta.lang_code`` (the ``class Solution``
+    stub), else its ``starter_code`` field, else the last python block of its ``query`` (the
+    prompt ends with the code to complete; '' if none).
+
+    >>> starter_code({"query": "Use the starter code.\\n```python\\nclass Solution:\\n    def f(self):\\n```\\n"})
+    'class Solution:\\n    def f(self):'
+    """
+    for given in ((rec.get("meta") or {}).get("lang_code"), rec.get("starter_code")):
+        if isinstance(given, str) and given.strip():
+            return given.rstrip()
+    blocks = _CODE_BLOCK_RE.findall(rec.get("query") or "")
+    return blocks[-1].rstrip() if blocks else ""
+
+
 def arguments_as_lines(args: list[Any]) -> str:
     """One JSON value per line, the call-based input format."""
     return "\n".join(json.dumps(a) for a in args) + "\n"
@@ -105,7 +124,7 @@ class LeetCodeProblem:
     test_inputs: tuple[str, ...]
     test_outputs: tuple[str, ...]
     starter_code: str = ""
-    """The ``class Solution`` stub the problem gives (the data set's ``meta.lang_code``)."""
+    """The ``class Solution`` stub the answer starts from (the data set's ``meta.lang_code``)."""
 
     @classmethod
     def from_record(cls, rec: dict) -> "LeetCodeProblem":
@@ -120,7 +139,7 @@ class LeetCodeProblem:
             model_response=rec.get("response", ""),
             test_inputs=tuple(t["input"] for t in rec["input_output"]),
             test_outputs=tuple(t["output"] for t in rec["input_output"]),
-            starter_code=str(meta.get("lang_code") or rec.get("starter_code") or ""),
+            starter_code=starter_code(rec),
         )
 
     def expected_value(self, text: str) -> Any:

@@ -280,11 +280,13 @@ def convert_record(record: Any, *, path: str, line: int, with_starter: bool | No
     test_fn = fn_name if functional == "call" else None
     public, hidden = (TestCases(t.inputs, t.outputs, test_fn) for t in (public, hidden))
     starter = record.get("starter_code") or ""
-    text = problem_text(question, starter if isinstance(starter, str) else "", fn_name, with_starter, profile)
+    starter = starter if isinstance(starter, str) else ""
+    # judged by a call: the call instruction shows the starter code, the statement stays bare
+    text = problem_text(question, starter, fn_name, with_starter and test_fn is None, profile)
     all_tests = TestCases(public.inputs + hidden.inputs, public.outputs + hidden.outputs, test_fn)
     return {
         "id": str(qid),
-        "instruction": problem_prompt(text, template_dir),
+        "instruction": problem_prompt(text, template_dir, fn_name=test_fn, starter_code=starter),
         "question": text,
         "difficulty": record.get("difficulty"),
         "platform": record.get("platform"),
@@ -359,8 +361,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="functional problems: 'stdin' (paper default: plain stdin tests without a function "
                              "name, as the original) or 'call' (cobalt default: fn_name kept, judged call-based)")
     parser.add_argument("--starter-code", choices=("append", "omit"), default=None,
-                        help="functional problems: append the starter code (with the function name the "
-                             "tests call) to the statement (cobalt default), or omit it (paper default)")
+                        help="functional problems judged on stdin: append the starter code to the statement "
+                             "(cobalt default) or omit it (paper default); a problem judged by a call always "
+                             "shows it in the call instruction")
     parser.add_argument("--template-dir", default=None,
                         help="folder with an instruction.txt overriding the packaged template "
                              "(default: $COBALT_TEMPLATE_DIR, else the packaged one)")

@@ -48,6 +48,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from cobalt.data.problems import ProblemRecord, tests_json
 from cobalt.data.records import SampleRecord, TrajectoryRecord, TurnRecord
+from cobalt.defaults import HISTORY_MAX_CHARS
 from cobalt.io import counts_dict, good_records, iter_jsonl_keep_going
 from cobalt.profile import Profile, add_profile_argument, profile_from_args, resolve_profile
 
@@ -77,7 +78,7 @@ class BuildConfig:
     """n of max-variance down-sampling: how many of the lowest-d trajectories are considered."""
     max_prompt_tokens: int = 10_000
     """Stop a trajectory's prompts once one is longer than this (<= 0: no limit)."""
-    history_max_chars: int = 6000
+    history_max_chars: int = HISTORY_MAX_CHARS
     """With thinking enabled, each past answer is the text after the last ``</think>``, cut to
     this many characters (<= 0: no cut)."""
     enable_thinking: bool | None = None
@@ -261,42 +262,22 @@ def select_trajectories(record: TrajectoryRecord, config: BuildConfig) -> list[i
 # ---------------------------------------------------------------- messages
 
 
-def first_turn_messages(problem: ProblemRecord, template_dir: str | None = None) -> Messages:
-    """System prompt and the problem instruction (the data set's own, when it fixes one)."""
-    from cobalt.prompts import problem_prompt, system_prompt
-
-    user = problem.instruction if problem.instruction is not None else problem_prompt(problem.question, template_dir)
-    return [{"role": "system", "content": system_prompt(template_dir)}, {"role": "user", "content": user}]
-
-
-def feedback_message(turn: TurnRecord, template_dir: str | None = None) -> str:
-    """The user message after ``turn``: the repair instruction with the first failing public
-    test's feedback, or with the all-public-passed message (wrapped too, as the original does)."""
-    from cobalt.prompts import feedback_all_public_passed, repair_prompt
-
-    failure = turn.public.first_failure_feedback()
-    return repair_prompt(feedback_all_public_passed(template_dir) if failure is None else failure, template_dir)
-
-
 def history_messages(problem: ProblemRecord, sample: SampleRecord, t: int, config: BuildConfig,
                      record_thinking: bool | None = None) -> Messages:
-    """The chat up to and including the feedback after model turn ``t`` (1-based).
+    """The chat up to and including the feedback after model turn ``t`` (1-based): the
+    conversation of :mod:`cobalt.rollout.conversation` replayed over the sample's turns.
 
     The history cut follows ``config.enable_thinking`` when set, else ``record_thinking``
     (the record's own flag), else no cut."""
-    from cobalt.text import history_text
+    from cobalt.rollout.conversation import replay
 
     thinking = config.enable_thinking if config.enable_thinking is not None else bool(record_thinking)
-    messages = first_turn_messages(problem, config.template_dir)
     max_chars = config.history_max_chars if config.history_max_chars > 0 else sys.maxsize
-    for turn in sample.turns[:t]:
-        content = history_text(turn.response, enable_thinking=thinking, max_chars=max_chars)
-        messages.append({"role": "assistant", "content": content})
-        messages.append({"role": "user", "content": feedback_message(turn, config.template_dir)})
-    return messages
+    return replay(problem, sample.turns[:t], enable_thinking=thinking, max_chars=max_chars,
+                  template_dir=config.template_dir)
 
 
-class TokenCounter:
+class ChatTokenCounter:
     """Prompt length in tokens under a tokenizer's chat template, with the generation prompt.
 
     Counts what veRL's length filter counts: ``apply_chat_template(messages,
@@ -309,7 +290,7 @@ class TokenCounter:
         self.kwargs = dict(chat_template_kwargs or {})
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str, chat_template_kwargs: dict | None = None) -> "TokenCounter":
+    def from_pretrained(cls, name_or_path: str, chat_template_kwargs: dict | None = None) -> "ChatTokenCounter":
         """Load the tokenizer of a model (hub name or local folder); loaded once per process."""
         return cls(_load_tokenizer(str(name_or_path)), chat_template_kwargs)
 
@@ -394,6 +375,8 @@ def process_record(
         summary.problems_too_easy += 1
         return []
     summary.problems_considered += 1
+    from cobalt.rollout.conversation import first_turn_messages
+
     rows = [_row(record.problem, None, 0, first_turn_messages(record.problem, config.template_dir), 0.0)]
     chosen = select_trajectories(record, config)
     if chosen:
@@ -552,7 +535,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, json.JSONDecodeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    count = TokenCounter.from_pretrained(args.model_name, chat_kwargs) if config.max_prompt_tokens > 0 else None
+    count = ChatTokenCounter.from_pretrained(args.model_name, chat_kwargs) if config.max_prompt_tokens > 0 else None
     rows, summary = build_prompts(args.input, config, count, progress=not args.no_progress)
     write_rows([r.to_dict() for r in rows], args.output)
     report = {"summary": summary.to_dict(), "profile": config.profile, "config": asdict(config), "input": str(args.input),

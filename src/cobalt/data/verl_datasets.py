@@ -87,9 +87,11 @@ def verl_row(*, data_source: str, messages: list[dict], ground_truth: str, split
     (``agent_name``) and carries the public tests, shown in feedback, as
     ``extra_info.public_test_cases``; ``ground_truth`` stays all tests.
     """
+    from cobalt.rollout.conversation import message
+
     row = {
         "data_source": data_source,
-        "prompt": [{"role": str(m["role"]), "content": str(m["content"])} for m in messages],
+        "prompt": [message(str(m["role"]), str(m["content"])) for m in messages],
         "ability": "code",
         "reward_model": {"style": "rule", "ground_truth": ground_truth},
         "extra_info": {
@@ -121,7 +123,7 @@ def _records(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
 def single_turn_messages(record: Any, *, path: str, line: int, template_dir: str | None) -> tuple[str, list[dict], str]:
     """``(problem_id, messages, ground_truth)`` of a problems-file record."""
     from cobalt.data.problems import problem_from_dict, tests_json
-    from cobalt.data.trajectories import first_turn_messages
+    from cobalt.rollout.conversation import first_turn_messages
 
     problem = problem_from_dict(record, path=path, line=line)
     return problem.id, first_turn_messages(problem, template_dir), tests_json(problem.tests)
@@ -255,7 +257,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the parquet files and the summary; 1 if a split produced no rows, 2 on bad flags."""
-    from cobalt.data.trajectories import TokenCounter
+    from cobalt.data.trajectories import ChatTokenCounter
     from cobalt.io import write_json_atomic
 
     if args.train is None and args.val is None:
@@ -266,7 +268,7 @@ def run(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as exc:
         print(f"error: --chat-template-kwargs is not JSON: {exc}", file=sys.stderr)
         return 2
-    counter = TokenCounter.from_pretrained(args.tokenizer, chat_kwargs)
+    counter = ChatTokenCounter.from_pretrained(args.tokenizer, chat_kwargs)
     reports = make_verl_data(args.kind, args.out_dir, train=args.train, val=args.val, count_tokens=counter,
                              data_source=args.data_source, max_prompt_tokens=args.max_prompt_tokens,
                              template_dir=args.template_dir, progress=not args.no_progress)

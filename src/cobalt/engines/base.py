@@ -13,6 +13,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from cobalt.defaults import MAX_NEW_TOKENS, TEMPERATURE, TOP_P
+
 ChatMessage = Mapping[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
 
@@ -27,9 +29,9 @@ class SamplingParams:
 
     n: int = 1
     """Completions per conversation."""
-    temperature: float = 0.6
-    top_p: float = 0.95
-    max_new_tokens: int = 8192
+    temperature: float = TEMPERATURE
+    top_p: float = TOP_P
+    max_new_tokens: int = MAX_NEW_TOKENS
     seed: int | None = None
     """Base seed; backends that support per-request seeds derive one per conversation."""
     stop: tuple[str, ...] = ()
@@ -105,8 +107,9 @@ def register_engine(name: str, target: str) -> None:
     ENGINES[name] = target
 
 
-def create_engine(name: str, model: str, **options: Any) -> Engine:
-    """Build the engine registered as ``name`` for ``model`` (hub id, local path or API model name)."""
+def engine_factory(name: str) -> Any:
+    """The factory registered as ``name`` (its module imported now): the one resolver of the
+    registry. Raises :class:`EngineError` (one line) for an unknown name or a missing package."""
     if name not in ENGINES:
         raise EngineError(f"unknown engine {name!r}; choose from: {', '.join(sorted(ENGINES)) or '(none registered)'}")
     module_name, _, attr = ENGINES[name].partition(":")
@@ -117,5 +120,9 @@ def create_engine(name: str, model: str, **options: Any) -> Engine:
             f"engine {name!r} needs a package that is not installed ({exc.name or exc}); "
             "see README's install notes for its extra"
         ) from None
-    factory = getattr(module, attr)
-    return factory(model, **options)
+    return getattr(module, attr)
+
+
+def create_engine(name: str, model: str, **options: Any) -> Engine:
+    """Build the engine registered as ``name`` for ``model`` (hub id, local path or API model name)."""
+    return engine_factory(name)(model, **options)

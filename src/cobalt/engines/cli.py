@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from cobalt.cli_support import non_negative_int, positive_float, positive_int
-from cobalt.engines.base import ENGINES, Engine, EngineError, SamplingParams, create_engine
+from cobalt.engines.base import ENGINES, Engine, EngineError, SamplingParams, engine_factory
 
 ENV_ENGINE = "COBALT_ENGINE"
 ENV_MODEL = "COBALT_MODEL"
@@ -76,15 +76,7 @@ def engine_from_args(args: argparse.Namespace, **overrides: Any) -> Engine:
     name = args.engine
     if not getattr(args, "model", None) and name != "vllm-serve":
         raise EngineError(f"--model is required for engine {name!r} (or set ${ENV_MODEL})")
-    if name not in ENGINES:
-        return create_engine(name, args.model or "")  # raises the registry's clear error
-    module_name, _, attr = ENGINES[name].partition(":")
-    import importlib
-
-    try:
-        factory = getattr(importlib.import_module(module_name), attr)
-    except ImportError as exc:
-        raise EngineError(f"engine {name!r} needs a package that is not installed ({exc.name or exc})") from None
+    factory = engine_factory(name)
     engine_cls_init = _accepted(factory)
     candidates = {**_candidate_options(args), **overrides}
     if candidates.get("reasoning_effort") is not None and engine_cls_init is not None \

@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 from cobalt.cli_support import THINKING_CHOICES, add_alias, positive_float, positive_int
+from cobalt.defaults import HISTORY_MAX_CHARS
 from cobalt.profile import add_profile_argument
 
 SUMMARY_SUFFIX = ".summary.json"
@@ -39,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="history cut for the 'paper' program choice: auto takes the record's enable_thinking "
                         "(what the rollout used) (default: auto)")
     add_alias(parser, "--enable-thinking", dest="enable_thinking", choices=THINKING_CHOICES)
-    parser.add_argument("--history-max-chars", type=positive_int, default=6000,
+    parser.add_argument("--history-max-chars", type=positive_int, default=HISTORY_MAX_CHARS,
                         help="history cut of an assistant turn")
     parser.add_argument("--max-problems", type=positive_int, default=8, help="problems evaluated at once")
     parser.add_argument("--evaluator", choices=("embedded", "ray"), default="embedded",
@@ -55,90 +56,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_profile_argument(parser)
 
 
-async def evaluate_file(input_path: str | Path, write, client, *, profile: str, enable_thinking: bool | None,
-                        history_max_chars: int, max_problems: int, done: set, stats, progress=None,
-                        breaker=None) -> list[str]:
-    """Evaluate every record of ``input_path`` not in ``done``; ``write`` each as it finishes.
-
-    Returns the error messages of records that could not be evaluated (left out of the output):
-    bad records, records whose evaluation met an infrastructure error, and records flagged by
-    :func:`cobalt.evaluation.hidden.evaluator_failure`. ``breaker`` (a
-    :class:`cobalt.health.FailureBreaker`) counts the evaluator calls; once it opens, the
-    remaining records are not started and :class:`cobalt.health.BreakerOpen` is raised.
-    """
-    import asyncio
-
-    from cobalt.evaluation.hidden import evaluate_record, evaluator_failure
-    from cobalt.health import BreakerOpen, FailureBreaker, InfrastructureError
-    from cobalt.io import RecordError, iter_jsonl
-
-    breaker = breaker if breaker is not None else FailureBreaker("evaluator")
-
-    errors: list[str] = []
-    slots = asyncio.Semaphore(max_problems)
-    tasks = []
-
-    async def one(line: int, record) -> None:
-        try:
-            flagged = evaluator_failure(record) if isinstance(record, dict) else None
-            if flagged is not None:
-                stats.problems_failed += 1
-                errors.append(f"{input_path}:{line}: problem {record.get('id')}: not scored: its rollout fed an "
-                              f"evaluator failure to the model ({flagged}); rerun its rollout")
-                return
-            out = await evaluate_record(record, client, profile=profile, enable_thinking=enable_thinking,
-                                        history_max_chars=history_max_chars, stats=stats, path=str(input_path),
-                                        line=line, breaker=breaker)
-            write(out)
-        except BreakerOpen:
-            stats.problems_failed += 1
-        except InfrastructureError as exc:
-            stats.problems_failed += 1
-            errors.append(f"{input_path}:{line}: {exc}; rerun the same command to retry it")
-        except (RecordError, KeyError, TypeError, ValueError) as exc:
-            stats.problems_failed += 1
-            errors.append(str(exc) if isinstance(exc, RecordError) else f"{input_path}:{line}: {exc!r}")
-        finally:
-            slots.release()
-            if progress is not None:
-                progress.update(1)
-
-    for line, record in iter_jsonl(input_path):
-        stats.problems += 1
-        rid = record.get("id") if isinstance(record, dict) else None
-        if rid is not None and str(rid) in done:
-            stats.problems_resumed += 1
-            if progress is not None:
-                progress.update(1)
-            continue
-        await slots.acquire()
-        if breaker.tripped is not None:
-            slots.release()
-            break
-        tasks.append(asyncio.create_task(one(line, record)))
-    if tasks:
-        await asyncio.gather(*tasks)
-    breaker.check()
-    return errors
-
-
-def summarize(output: str | Path, *, rollout: str | Path | None = None) -> dict:
-    """Pass@1 per turn of an evaluated records file (read back from disk, so resumed runs count whole).
-
-    The same table as ``cobalt report`` and the demo
-    (:func:`cobalt.evaluation.passk.load_pass_table`); ``rollout``: the
-    evaluated rollout, whose ``<rollout>.config.json`` gives the run's samples.
-    """
-    from cobalt.evaluation.passk import load_pass_table
-
-    return load_pass_table(output, rollout=rollout).to_dict()
-
-
 def run(args: argparse.Namespace) -> int:
     """Run ``cobalt eval``."""
     import asyncio
 
-    from cobalt.evaluation.hidden import EvalStats
+    from cobalt.evaluation.hidden import EvalStats, evaluate_file
     from cobalt.evaluation.passk import format_table, load_pass_table
     from cobalt.execution.base import ExecOptions
     from cobalt.execution.client import EvaluatorClient
@@ -149,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
     profile = str(profile_from_args(args))
     if args.eval_timeout is None:
-        from cobalt.rollout.turns import caller_wait_s
+        from cobalt.defaults import caller_wait_s
 
         args.eval_timeout = caller_wait_s(profile)
     if not Path(args.input).exists():

@@ -20,22 +20,15 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
 from cobalt.data.problems import ProblemRecord, problem_from_dict
+from cobalt.data.records import evaluator_failure, read_turns, with_hidden_rates  # noqa: F401  (public name)
+from cobalt.defaults import HISTORY_MAX_CHARS
 from cobalt.health import FailureBreaker, InfrastructureError
-from cobalt.rollout.loop import extract_program
-from cobalt.rollout.turns import EVALUATOR_ERROR_FEEDBACK
+from cobalt.text import extract_code, history_text
 
-EVALUATOR_FAILURE_PREFIXES = (
-    EVALUATOR_ERROR_FEEDBACK.split("{")[0],
-    "evaluator call failed:",
-    "evaluation failed:",
-    "sandbox error:",
-    "could not judge the program:",
-)
-"""Starts of the public feedback texts that an evaluator failure left in a turn (never a verdict on a program)."""
-from cobalt.text import HISTORY_MAX_CHARS, history_text
 
 
 @dataclass
@@ -58,34 +51,10 @@ def turn_program(turn: Mapping[str, Any], *, profile: str, enable_thinking: bool
     response = turn["response"]
     if str(profile) == "paper":
         shown = history_text(response, enable_thinking=enable_thinking, max_chars=history_max_chars)
-        return extract_program(shown, profile)
+        return extract_code(shown, profile)
     if "code" in turn:
         return turn["code"]
-    return extract_program(response, profile)
-
-
-def evaluator_failure(record: Mapping[str, Any]) -> str | None:
-    """Where a record's public feedback holds an evaluator-failure text instead of a verdict, else None.
-
-    Such a record comes from a rollout that fed an infrastructure failure to the
-    model as repair feedback; its later turns answer that text, so it cannot
-    be scored: rerun its rollout.
-
-    >>> turn = {"public": {"passing": [False], "feedback": ["evaluator call failed: ConnectionError"]}}
-    >>> evaluator_failure({"samples": [{"turns": [turn]}]})
-    'samples[0].turns[0]: evaluator call failed: ConnectionError'
-    """
-    for i, sample in enumerate(record.get("samples") or []):
-        if not isinstance(sample, Mapping):
-            continue
-        for j, turn in enumerate(sample.get("turns") or []):
-            public = turn.get("public") if isinstance(turn, Mapping) else None
-            if not isinstance(public, Mapping):
-                continue
-            for text in public.get("feedback") or []:
-                if isinstance(text, str) and text.lstrip().startswith(EVALUATOR_FAILURE_PREFIXES):
-                    return f"samples[{i}].turns[{j}]: {' '.join(text.split())[:200]}"
-    return None
+    return extract_code(response, profile)
 
 
 async def evaluate_record(record: Mapping[str, Any], client: Any, *, profile: str = "paper",
@@ -102,22 +71,9 @@ async def evaluate_record(record: Mapping[str, Any], client: Any, *, profile: st
     stats = stats if stats is not None else EvalStats()
     problem: ProblemRecord = problem_from_dict(record, path=path, line=line)
     thinking = bool(record.get("enable_thinking", False)) if enable_thinking is None else bool(enable_thinking)
-    samples = record.get("samples")
-    if not isinstance(samples, list) or not samples:
-        from cobalt.io import RecordError
-
-        raise RecordError(path, line, "samples", "expected a non-empty list")
-    programs: list[list[str | None]] = []
-    for i, sample in enumerate(samples):
-        row = []
-        for j, turn in enumerate(sample.get("turns") or []):
-            if not isinstance(turn, Mapping) or not isinstance(turn.get("response"), str):
-                from cobalt.io import RecordError
-
-                raise RecordError(path, line, f"samples[{i}].turns[{j}].response", "expected a string")
-            row.append(turn_program(turn, profile=profile, enable_thinking=thinking,
-                                    history_max_chars=history_max_chars))
-        programs.append(row)
+    turns = read_turns(record, path=path, line=line)
+    programs = [[turn_program(turn, profile=profile, enable_thinking=thinking, history_max_chars=history_max_chars)
+                 for turn in sample] for sample in turns]
     distinct = sorted({p for row in programs for p in row if p is not None})
     stats.distinct_programs += len(distinct)
     rates: dict[str, float | None] = {}
@@ -149,22 +105,75 @@ async def evaluate_record(record: Mapping[str, Any], client: Any, *, profile: st
                 on_turn()
 
         await asyncio.gather(*(judge(p) for p in distinct))
-    out = dict(record)
-    new_samples = []
-    for sample, row in zip(samples, programs):
-        turns = []
-        for turn, program in zip(sample["turns"], row):
-            turn = dict(turn)
-            stats.turns += 1
-            if program is None:
-                stats.no_code += 1
-                turn["hidden_pass_rate"] = None if len(problem.hidden) == 0 else 0.0
-            else:
-                turn["hidden_pass_rate"] = rates[program]
-            turn["hidden_program_found"] = program is not None
-            turns.append(turn)
-        new_samples.append({**sample, "turns": turns})
-    out["samples"] = new_samples
-    out["hidden_eval"] = {"profile": str(profile), "enable_thinking": thinking,
-                          "program_from": "history" if str(profile) == "paper" else "response"}
-    return out
+    no_hidden = len(problem.hidden) == 0
+    found = [[program is not None for program in row] for row in programs]
+    stats.turns += sum(len(row) for row in programs)
+    stats.no_code += sum(not ok for row in found for ok in row)
+    hidden = [[rates[p] if p is not None else (None if no_hidden else 0.0) for p in row] for row in programs]
+    return with_hidden_rates(record, hidden, found, {
+        "profile": str(profile), "enable_thinking": thinking,
+        "program_from": "history" if str(profile) == "paper" else "response"})
+
+
+async def evaluate_file(input_path: str | Path, write, client, *, profile: str, enable_thinking: bool | None,
+                        history_max_chars: int, max_problems: int, done: set, stats, progress=None,
+                        breaker=None) -> list[str]:
+    """Evaluate every record of ``input_path`` not in ``done``; ``write`` each as it finishes.
+
+    Returns the error messages of records that could not be evaluated (left out of the output):
+    bad records, records whose evaluation met an infrastructure error, and records flagged by
+    :func:`cobalt.evaluation.hidden.evaluator_failure`. ``breaker`` (a
+    :class:`cobalt.health.FailureBreaker`) counts the evaluator calls; once it opens, the
+    remaining records are not started and :class:`cobalt.health.BreakerOpen` is raised.
+    """
+    from cobalt.health import BreakerOpen
+    from cobalt.io import RecordError, iter_jsonl
+
+    breaker = breaker if breaker is not None else FailureBreaker("evaluator")
+
+    errors: list[str] = []
+    slots = asyncio.Semaphore(max_problems)
+    tasks = []
+
+    async def one(line: int, record) -> None:
+        try:
+            flagged = evaluator_failure(record) if isinstance(record, dict) else None
+            if flagged is not None:
+                stats.problems_failed += 1
+                errors.append(f"{input_path}:{line}: problem {record.get('id')}: not scored: its rollout fed an "
+                              f"evaluator failure to the model ({flagged}); rerun its rollout")
+                return
+            out = await evaluate_record(record, client, profile=profile, enable_thinking=enable_thinking,
+                                        history_max_chars=history_max_chars, stats=stats, path=str(input_path),
+                                        line=line, breaker=breaker)
+            write(out)
+        except BreakerOpen:
+            stats.problems_failed += 1
+        except InfrastructureError as exc:
+            stats.problems_failed += 1
+            errors.append(f"{input_path}:{line}: {exc}; rerun the same command to retry it")
+        except (RecordError, KeyError, TypeError, ValueError) as exc:
+            stats.problems_failed += 1
+            errors.append(str(exc) if isinstance(exc, RecordError) else f"{input_path}:{line}: {exc!r}")
+        finally:
+            slots.release()
+            if progress is not None:
+                progress.update(1)
+
+    for line, record in iter_jsonl(input_path):
+        stats.problems += 1
+        rid = record.get("id") if isinstance(record, dict) else None
+        if rid is not None and str(rid) in done:
+            stats.problems_resumed += 1
+            if progress is not None:
+                progress.update(1)
+            continue
+        await slots.acquire()
+        if breaker.tripped is not None:
+            slots.release()
+            break
+        tasks.append(asyncio.create_task(one(line, record)))
+    if tasks:
+        await asyncio.gather(*tasks)
+    breaker.check()
+    return errors

@@ -19,6 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from cobalt.data.records import evaluator_failure, hidden_rates
+
+CONFIG_SAMPLES = "samples"
+"""The field of a rollout's ``<output>.config.json`` with its samples per problem."""
+
 
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased pass@k for ``c`` correct out of ``n`` samples.
@@ -132,11 +137,6 @@ class PassTable:
         }
 
 
-def hidden_rates(record: Mapping[str, Any]) -> list[list[Any]]:
-    """Per sample, the list of per-turn hidden pass rates of an evaluated inference record."""
-    return [[turn.get("hidden_pass_rate") for turn in sample["turns"]] for sample in record["samples"]]
-
-
 def has_hidden_tests(record: Mapping[str, Any]) -> bool:
     """True when an evaluated record's problem has hidden tests (its ``hidden_test_cases``, else any rate)."""
     raw = record.get("hidden_test_cases")
@@ -232,16 +232,15 @@ def read_evaluated(path: str | Path, flagged: list[str] | None = None) -> list[d
     and no id twice (:class:`cobalt.io.RecordError` names the file, line and field).
 
     A record whose public feedback holds an evaluator-failure text
-    (:func:`cobalt.evaluation.hidden.evaluator_failure`) is left out, and described in
+    (:func:`cobalt.data.records.evaluator_failure`) is left out, and described in
     ``flagged`` when given: its rollout fed an infrastructure failure to the model.
     """
-    from cobalt.evaluation.hidden import evaluator_failure
-    from cobalt.io import RecordError, check_unique_id, iter_jsonl
+    from cobalt.data.records import read_turns
+    from cobalt.io import check_unique_id, iter_jsonl
 
     records, seen = [], {}
     for line, rec in iter_jsonl(path):
-        if not isinstance(rec, dict) or not isinstance(rec.get("samples"), list):
-            raise RecordError(path, line, "samples", "missing (not an inference record)")
+        read_turns(rec, path=str(path), line=line, responses=False)
         check_unique_id(rec.get("id"), seen, path=path, line=line)
         failure = evaluator_failure(rec)
         if failure is not None:
@@ -249,11 +248,7 @@ def read_evaluated(path: str | Path, flagged: list[str] | None = None) -> list[d
                 flagged.append(f"{path}:{line}: problem {rec.get('id')}: not scored: its rollout fed an evaluator "
                                f"failure to the model ({failure}); rerun its rollout")
             continue
-        for i, sample in enumerate(rec["samples"]):
-            for j, turn in enumerate(sample.get("turns") or []):
-                if not isinstance(turn, Mapping) or "hidden_pass_rate" not in turn:
-                    raise RecordError(path, line, f"samples[{i}].turns[{j}].hidden_pass_rate",
-                                      "missing: run cobalt eval on this file first")
+        hidden_rates(rec, path=str(path), line=line, require=True)
         records.append(rec)
     return records
 
@@ -270,7 +265,7 @@ def file_profile(records: Sequence[Mapping[str, Any]], path: str | Path) -> str 
 
 def rollout_samples(rollout: str | Path) -> int | None:
     """``samples`` of a rollout's ``<rollout>.config.json``, None when it has none."""
-    value = _saved_config(rollout).get("samples")
+    value = _saved_config(rollout).get(CONFIG_SAMPLES)
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
@@ -299,3 +294,12 @@ def load_pass_table(path: str | Path, *, rollout: str | Path | None = None,
         rollout = settings.get("input") if isinstance(settings, Mapping) else None
     run_samples = rollout_samples(rollout) if rollout else None
     return pass_table(records, run_samples=run_samples, profile=file_profile(records, path))
+
+
+def summarize(output: str | Path, *, rollout: str | Path | None = None) -> dict:
+    """Pass@1 per turn of an evaluated records file (read back from disk, so resumed runs count whole).
+
+    The same table as ``cobalt report`` and the demo (:func:`load_pass_table`);
+    ``rollout``: the evaluated rollout, whose ``<rollout>.config.json`` gives the run's samples.
+    """
+    return load_pass_table(output, rollout=rollout).to_dict()

@@ -19,6 +19,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
 
+# CALLER_TIMEOUT_S and HOST_GRACE_S are imported here for the execution modules that read them from base
+from cobalt.defaults import CALLER_TIMEOUT_S, HOST_GRACE_S, PROGRAM_WALL_S, TEST_CPU_S, TEST_WALL_S
+
 
 class TestCaseError(ValueError):
     """A test-case payload that cannot be used (missing field, wrong type, ...)."""
@@ -45,15 +48,15 @@ class Status(str, enum.Enum):
 class Limits:
     """Resource limits for one program. Defaults are the paper's (METHOD §2)."""
 
-    test_wall_s: float = 4.0
+    test_wall_s: float = TEST_WALL_S
     """Wall-clock limit of one test."""
-    test_cpu_s: float = 4.0
+    test_cpu_s: float = TEST_CPU_S
     """CPU-time limit of one test (RLIMIT_CPU, rounded up to whole seconds)."""
     memory_bytes: int = 1 << 30
     """Memory of one test: the address-space limit of each process (RLIMIT_AS) and,
     where a cgroup is writable, the limit of all its processes together (shmem,
     memfd and tmpfs pages included)."""
-    program_wall_s: float = 27.0
+    program_wall_s: float = PROGRAM_WALL_S
     """Wall-clock cap on all tests of one program together (METHOD §9: 27 s). Past it,
     profile ``paper`` returns one failing entry for the whole program; ``cobalt`` keeps
     the tests that finished and fails the rest as timed out."""
@@ -82,11 +85,6 @@ class Limits:
                 raise ValueError(f"Limits.{f.name} must be a positive number, got {value!r}")
 
 
-PAPER_LIMITS = Limits()
-
-HOST_GRACE_S = 2.0
-"""Slack on top of the program cap before the host kills the whole sandbox."""
-
 PAPER_OUTPUT_CAP_FACTOR = 2
 PAPER_OUTPUT_CAP_SLACK_BYTES = 64 * 1024
 
@@ -108,11 +106,6 @@ def test_output_cap(limits: "Limits", expected: str, profile: str = "paper") -> 
 
 
 test_output_cap.__test__ = False  # type: ignore[attr-defined]  (library code, not a pytest test)
-
-CALLER_TIMEOUT_S = 300.0
-"""How long a caller (the reward, the client) waits for one program by default (METHOD §9:
-the reward function waits up to 300 s). Always longer than ``program_wall_s`` plus the
-host's grace, so that the program cap, not the caller, decides."""
 
 
 @dataclass(frozen=True)

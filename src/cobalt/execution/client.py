@@ -298,9 +298,4 @@ def _guess_len(test_cases: Any) -> int:
         return 1
 
 
-def results_equal(a: ExecutionResult, b: ExecutionResult) -> bool:
-    """True when two results agree on verdicts and feedback (timings ignored)."""
-    return a.passing == b.passing and a.feedback == b.feedback and tuple(a.status) == tuple(b.status)
-
-
-__all__: Sequence[str] = ["EvaluatorClient", "RequestRejected", "results_equal", "DEFAULT_TIMEOUT_S"]
+__all__: Sequence[str] = ["EvaluatorClient", "DEFAULT_TIMEOUT_S"]

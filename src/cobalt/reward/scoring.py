@@ -43,6 +43,8 @@ import logging
 import os
 from typing import Any, Mapping
 
+from cobalt.defaults import PAPER_EVALUATOR_WAIT_S
+from cobalt.defaults import REWARD_CLIENT_GRACE_S as CLIENT_GRACE_S
 from cobalt.reward.shaped import RewardBreakdown, shaped_reward_breakdown
 from cobalt.profile import Profile, resolve_profile
 from cobalt.reward.tokens import TokenCounter
@@ -57,10 +59,6 @@ FAILED_TRAIN_REWARD = -1.0
 """Score of a row that the reward function itself could not score (training, both profiles)."""
 FAILED_VAL_REWARD = {"paper": -1.0, "cobalt": 0.0}
 """The same in validation, per profile: the original's -1, or Cobalt's 0 (a failed pass)."""
-CLIENT_GRACE_S = 5.0
-"""Extra wait beyond the client's own timeout before the row is given up (``cobalt``)."""
-PAPER_EVALUATOR_WAIT_S = 30.0
-"""``paper``: the original reward function waits 30 s for the evaluator, whatever the client's timeout."""
 
 _state: dict[str, Any] = {"client": None, "sem": None, "loop": None}
 

@@ -32,6 +32,7 @@ from typing import Any, Mapping
 
 from cobalt.cli_support import (THINKING_CHOICES, UsageError, add_alias, fraction, non_negative_float,
                                 non_negative_int, positive_float, positive_int)
+from cobalt.defaults import HISTORY_MAX_CHARS, MAX_NEW_TOKENS, TEMPERATURE, TOP_P
 from cobalt.io import CONFIG_SUFFIX, RecordError
 from cobalt.profile import add_profile_argument
 
@@ -84,19 +85,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        "enable_thinking=false; auto: the template's own choice, history as without thinking "
                        "(default: auto)")
     add_alias(group, "--enable-thinking", dest="thinking", action="store_const", const="on")
-    group.add_argument("--history-max-chars", type=positive_int, default=6000,
+    group.add_argument("--history-max-chars", type=positive_int, default=HISTORY_MAX_CHARS,
                        help="cut of an assistant turn in the history")
     group.add_argument("--limit", type=non_negative_int, default=None,
                        help="only the first N problems of --input (0: none)")
     group.add_argument("--template-dir", default=None, help="folder with prompt template overrides")
     group.add_argument("--no-progress", action="store_true", help="no progress bar")
     sampling = parser.add_argument_group("sampling")
-    sampling.add_argument("--max-new-tokens", dest="max_tokens", type=positive_int, default=8192,
+    sampling.add_argument("--max-new-tokens", dest="max_tokens", type=positive_int, default=MAX_NEW_TOKENS,
                           help="new tokens per response at most")
     add_alias(sampling, "--max-tokens", dest="max_tokens", type=positive_int)
-    sampling.add_argument("--temperature", type=non_negative_float, default=0.6,
+    sampling.add_argument("--temperature", type=non_negative_float, default=TEMPERATURE,
                           help="sampling temperature (0: greedy)")
-    sampling.add_argument("--top-p", type=fraction, default=0.95, help="nucleus sampling mass, in (0, 1]")
+    sampling.add_argument("--top-p", type=fraction, default=TOP_P, help="nucleus sampling mass, in (0, 1]")
     sampling.add_argument("--seed", type=int, default=None, help="base seed (one derived per request)")
     bounds = parser.add_argument_group("concurrency")
     bounds.add_argument("--max-problems", type=positive_int, default=16, help="problems in flight at once")
@@ -131,6 +132,7 @@ def load_first_turns(path: str | Path, public_out: dict | None = None) -> dict[s
     (:class:`~cobalt.execution.base.TestCases`) those first turns were judged on.
     """
     from cobalt.data.problems import require_tests
+    from cobalt.data.records import read_first_turns
     from cobalt.io import iter_jsonl
 
     out: dict[str, list[dict]] = {}
@@ -139,22 +141,7 @@ def load_first_turns(path: str | Path, public_out: dict | None = None) -> dict[s
             raise RecordError(path, line, "id", "missing")
         if public_out is not None:
             public_out[str(rec["id"])] = require_tests(rec, "public_test_cases", path=str(path), line=line)
-        samples = rec.get("samples")
-        if not isinstance(samples, list) or not samples:
-            raise RecordError(path, line, "samples", "expected a non-empty list")
-        turns = []
-        for i, sample in enumerate(samples):
-            try:
-                turn = sample["turns"][0]
-                response, public = turn["response"], turn["public"]
-                passing, feedback = public["passing"], public["feedback"]
-            except (KeyError, IndexError, TypeError):
-                raise RecordError(path, line, f"samples[{i}].turns[0]",
-                                  "expected a turn with 'response' and 'public' {passing, feedback}") from None
-            if not isinstance(response, str) or not isinstance(passing, list) or len(passing) != len(feedback):
-                raise RecordError(path, line, f"samples[{i}].turns[0]", "bad 'response' or 'public'")
-            turns.append(turn)
-        out[str(rec["id"])] = turns
+        out[str(rec["id"])] = read_first_turns(rec, path=str(path), line=line)
     return out
 
 
@@ -268,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
 
     profile = profile_from_args(args)
     if args.eval_timeout is None:
-        from cobalt.rollout.turns import caller_wait_s
+        from cobalt.defaults import caller_wait_s
 
         args.eval_timeout = caller_wait_s(str(profile))
     for name in ("samples", "max_tokens", "max_problems", "max_requests"):

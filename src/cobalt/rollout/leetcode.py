@@ -20,9 +20,13 @@ SAMPLE_FILE = Path(__file__).resolve().parents[1] / "fixtures" / "leetcode_sampl
 
 
 def problem_record(problem: LeetCodeProblem, n_public: int = N_PUBLIC) -> dict:
-    """A problems-file record (``cobalt.data.problems``) for ``problem``, call-based tests."""
-    return split_record(problem.task_id, problem.question, problem.call_tests(), n_public=n_public,
-                        source="leetcode", difficulty=problem.difficulty)
+    """A problems-file record (``cobalt.data.problems``) for ``problem``, call-based tests, with
+    the starter code that the first turn shows."""
+    record = split_record(problem.task_id, problem.question, problem.call_tests(), n_public=n_public,
+                          source="leetcode", difficulty=problem.difficulty)
+    if problem.starter_code:
+        record["starter_code"] = problem.starter_code
+    return record
 
 
 def fenced_answer(problem: LeetCodeProblem) -> str:

@@ -8,10 +8,11 @@ Single-turn inference is the loop with zero repair turns. Per problem:
    model starts from the same first turns);
 2. then ``repair_turns`` repair turns per sample, every one of them (no early
    stop, even after all public tests pass). The conversation is system, user,
-   then (assistant, user) pairs: the assistant message is
-   :func:`cobalt.text.history_text` of the response (the text after the last
-   ``</think>`` cut to 6,000 characters with ``enable_thinking``, else the whole
-   response), the user message :func:`cobalt.rollout.turns.next_user_message`.
+   then (assistant, user) pairs, built by :mod:`cobalt.rollout.conversation`:
+   the assistant message is :func:`cobalt.text.history_text` of the response (the
+   text after the last ``</think>`` cut to 6,000 characters with ``enable_thinking``,
+   else the whole response), the user message the repair instruction around the
+   turn's feedback.
 
 Every turn's program is the last block of the RAW response (thinking included),
 run on the public tests only through :class:`cobalt.execution.client.EvaluatorClient`.
@@ -35,13 +36,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from cobalt.data.problems import ProblemRecord
+from cobalt.data.records import inference_record, public_field, turn_dict
+from cobalt.defaults import HISTORY_MAX_CHARS
 from cobalt.engines.base import Completion, Engine, SamplingParams
-from cobalt.execution.base import ExecutionResult, TestCases
+from cobalt.execution.base import TestCases
 from cobalt.health import BreakerOpen, FailureBreaker, InfrastructureError
 from cobalt.io import counts_dict
 from cobalt.rollout.bounds import bound_completion
-from cobalt.rollout.turns import failing_public_result, next_user_message, no_code_feedback
-from cobalt.text import HISTORY_MAX_CHARS, extract_code, history_text
+from cobalt.rollout.conversation import Step, environment_step, extend, first_turn_messages, judge_program
+from cobalt.text import extract_code
 
 RECORD_FIELDS_DROPPED = ("samples", "hidden_eval")
 """Fields of an input record that a rollout replaces (an inference record given as input)."""
@@ -110,22 +113,6 @@ class RolloutStats:
         return counts_dict(self)
 
 
-def extract_program(response: str, profile: str) -> str | None:
-    """The program of a response: the last fenced block, by the profile's extraction rule."""
-    try:
-        return extract_code(response, profile=str(profile))
-    except TypeError:  # an extract_code without the profile switch
-        return extract_code(response)
-
-
-def first_turn_messages(problem: ProblemRecord, template_dir: str | None = None) -> list[dict]:
-    """System prompt and first user message (the data set's ``instruction`` when it has one)."""
-    from cobalt.prompts import problem_prompt, system_prompt
-
-    user = problem.instruction if problem.instruction is not None else problem_prompt(problem.question, template_dir)
-    return [{"role": "system", "content": system_prompt(template_dir)}, {"role": "user", "content": user}]
-
-
 def request_seed(base: int | None, problem_id: str, sample: int, turn: int) -> int | None:
     """A per-request seed derived from ``base`` (None stays None), stable across runs and resumes."""
     if base is None:
@@ -171,71 +158,61 @@ async def _generate(engine: Engine, messages: Sequence[Mapping[str, str]], param
 
 async def judge_public(program: str | None, problem: ProblemRecord, client: Any, stats: RolloutStats,
                        breaker: FailureBreaker | None = None, *, profile: str = "paper") -> dict:
-    """The public-test result of one program as an inference record's ``public`` field.
+    """The public-test result of one program as an inference record's ``public`` field
+    (:func:`cobalt.rollout.conversation.judge_program`), counted in ``stats``.
 
-    No program: every public test fails with the profile's no-code text. The
-    program's own results (its timeout, its exceptions, wrong answers) come
-    from the executor, in the profile's texts. An evaluator call that raises, or
-    a result marked as an infrastructure error
-    (:attr:`ExecutionResult.infrastructure_error`), raises
-    :class:`~cobalt.health.InfrastructureError` in both profiles: such a failure
-    is never a score and never feedback to the model (the original feeds the
-    caller's exception text back; docs/FIDELITY.md); the problem is left out and
-    redone. Each call is counted by ``breaker`` when given.
+    No program: every public test fails with the profile's no-code text. An
+    evaluator call that raises, or a result marked as an infrastructure error,
+    raises :class:`~cobalt.health.InfrastructureError` in both profiles: such a
+    failure is never a score and never feedback to the model (the original feeds
+    the caller's exception text back; docs/FIDELITY.md); the problem is left out
+    and redone. Each call is counted by ``breaker`` when given.
     """
-    n = len(problem.public)
-    if program is None:
-        stats.no_code += 1
-        return failing_public_result(n, no_code_feedback(profile))
-    if breaker is not None:
-        breaker.check()
-    stats.programs_run += 1
+    return (await _judged(judge_program(program, problem.public, client, profile=profile, breaker=breaker),
+                          stats)).public
+
+
+async def _step(response: str, problem: ProblemRecord, client: Any, stats: RolloutStats,
+                profile: str, breaker: FailureBreaker | None = None) -> tuple[str | None, dict]:
+    step = await _judged(environment_step(response, problem.public, client, profile=profile, breaker=breaker),
+                         stats)
+    return step.program, step.public
+
+
+async def _judged(judging, stats: RolloutStats) -> Step:
+    """Await one judging, counting it in ``stats`` (an infrastructure failure too, then re-raised)."""
     try:
-        result: ExecutionResult = await client.evaluate(program, problem.public)
-    except Exception as exc:
+        step = await judging
+    except InfrastructureError:
+        stats.programs_run += 1
         stats.evaluator_errors += 1
-        if breaker is not None:
-            breaker.failure(exc)
-        raise InfrastructureError(f"the evaluator could not run a program: {type(exc).__name__}: {exc}") from None
-    if result.infrastructure_error:
+        raise
+    _count(step, stats)
+    return step
+
+
+def _count(step: Step, stats: RolloutStats) -> None:
+    if step.no_code:
+        stats.no_code += 1
+    else:
+        stats.programs_run += 1
+    if step.evaluator_error:
         stats.evaluator_errors += 1
-        if breaker is not None:
-            breaker.failure(result.error or "sandbox error")
-        raise InfrastructureError(f"the evaluator could not judge a program: {result.error or 'sandbox error'}")
-    if breaker is not None:
-        breaker.success()
-    public = {"passing": list(result.passing), "feedback": list(result.feedback)}
-    if result.error is not None:
-        public["error"] = result.error
-    if not public["passing"]:
-        return failing_public_result(n, result.error or "the evaluator returned no verdicts")
-    return public
 
 
 def _turn_record(response: str, completion: Completion | None, program: str | None, public: dict) -> dict:
-    passing = public["passing"]
-    turn = {
-        "response": response,
-        "code": program,
-        "public": public,
-        "public_pass_rate": sum(passing) / len(passing) if passing else 0.0,
-    }
-    if completion is not None:
-        turn["finish_reason"] = completion.finish_reason
-        turn["completion_tokens"] = completion.completion_tokens
-        if "cut" in completion.extra:
-            turn["cut"] = completion.extra["cut"]
-    return turn
+    if completion is None:
+        return turn_dict(response, program, public)
+    return turn_dict(response, program, public, finish_reason=completion.finish_reason,
+                     completion_tokens=completion.completion_tokens, engine=True, cut=completion.extra.get("cut"))
 
 
 def _cached_turn(turn: Mapping[str, Any], profile: str) -> dict:
     """A cached first turn as this run records it: its fields kept (the public result
     included, not re-executed), an earlier hidden evaluation dropped, ``cached`` set."""
     response = turn["response"]
-    program = turn["code"] if "code" in turn else extract_program(response, profile)
-    public = {"passing": list(turn["public"]["passing"]), "feedback": list(turn["public"]["feedback"])}
-    if turn["public"].get("error") is not None:
-        public["error"] = turn["public"]["error"]
+    program = turn["code"] if "code" in turn else extract_code(response, profile)
+    public = public_field(turn["public"]["passing"], turn["public"]["feedback"], turn["public"].get("error"))
     out = {k: v for k, v in turn.items() if not k.startswith("hidden_")}
     out.update(_turn_record(response, None, program, public))
     out["cached"] = True
@@ -258,20 +235,12 @@ async def _run_sample(problem: ProblemRecord, index: int, first: dict, engine: E
         on_turn()
     for t in range(1, config.repair_turns + 1):
         prev = turns[-1]
-        messages.append({
-            "role": "assistant",
-            "content": history_text(prev["response"], enable_thinking=config.enable_thinking,
-                                    max_chars=config.history_max_chars),
-        })
-        messages.append({
-            "role": "user",
-            "content": next_user_message(prev["public"], no_code=prev["code"] is None, template_dir=config.template_dir,
-                                         profile=config.profile),
-        })
+        messages = extend(messages, prev["response"], prev["public"], no_code=prev["code"] is None,
+                          enable_thinking=config.enable_thinking, max_chars=config.history_max_chars,
+                          template_dir=config.template_dir, fn_name=problem.public.fn_name, profile=config.profile)
         seeded = dataclasses.replace(params, n=1, seed=request_seed(_base_seed(params, config), problem.id, index, t))
         (completion,) = await _generate(engine, messages, seeded, limiter, stats, breaker)
-        program = extract_program(completion.text, config.profile)
-        public = await judge_public(program, problem, client, stats, breaker, profile=config.profile)
+        program, public = await _step(completion.text, problem, client, stats, config.profile, breaker)
         turns.append(_turn_record(completion.text, completion, program, public))
         if on_turn:
             on_turn()
@@ -308,7 +277,7 @@ async def rollout_problem(problem: ProblemRecord, engine: Engine, client: Any, p
         if _rejudge_cached(config.profile, cached_public, problem):
             if config.profile == "paper":  # the original extracts the program from the response again
                 for first in firsts:
-                    first["code"] = extract_program(first["response"], config.profile)
+                    first["code"] = extract_code(first["response"], config.profile)
             publics = await asyncio.gather(*(judge_public(f["code"], problem, client, stats, breaker,
                                                           profile=config.profile) for f in firsts))
             for first, public in zip(firsts, publics):
@@ -319,18 +288,15 @@ async def rollout_problem(problem: ProblemRecord, engine: Engine, client: Any, p
         messages = first_turn_messages(problem, config.template_dir)
         first_params = dataclasses.replace(params, n=n, seed=request_seed(_base_seed(params, config), problem.id, 0, 0))
         completions = await _generate(engine, messages, first_params, limiter, stats, breaker)
-        programs = [extract_program(c.text, config.profile) for c in completions]
-        publics = await asyncio.gather(*(judge_public(p, problem, client, stats, breaker, profile=config.profile)
-                                         for p in programs))
-        firsts = [_turn_record(c.text, c, p, pub) for c, p, pub in zip(completions, programs, publics)]
+        judged = await asyncio.gather(*(_step(c.text, problem, client, stats, config.profile, breaker)
+                                        for c in completions))
+        firsts = [_turn_record(c.text, c, p, pub) for c, (p, pub) in zip(completions, judged)]
     samples = await asyncio.gather(*(
         _run_sample(problem, i, firsts[i], engine, client, params, config, limiter, stats, on_turn, breaker)
         for i in range(n)
     ))
-    record = {k: v for k, v in problem.to_dict().items() if k not in RECORD_FIELDS_DROPPED}
-    record["enable_thinking"] = config.enable_thinking
-    record["samples"] = list(samples)
-    return record
+    return inference_record(problem.to_dict(), samples, enable_thinking=config.enable_thinking,
+                            dropped=RECORD_FIELDS_DROPPED)
 
 
 async def run_rollout(problems: Iterable[ProblemRecord], engine: Engine, client: Any, params: SamplingParams,

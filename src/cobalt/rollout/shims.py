@@ -77,13 +77,9 @@ def rollout_parser(name: str) -> argparse.ArgumentParser:
 
 def translate(name: str, argv: list[str]) -> tuple[list[str], dict[str, str]]:
     """``cobalt`` arguments and environment settings equivalent to ``name.py argv``."""
-    from cobalt.engines import ENGINES
-
     shim = ROLLOUT_SHIMS[name]
     args, rest = rollout_parser(name).parse_known_args(argv)
     engine = shim.engine
-    if engine == "litellm" and engine not in ENGINES:
-        engine = "openai"  # no LiteLLM backend installed: any OpenAI-compatible API
     out = ["rollout", "--engine", engine, "--input", args.input_file, "--output", args.output_file,
            "--turns", str(shim.repair_turns), "--max-tokens", str(args.max_tokens)]
     if args.model_name:

@@ -1,7 +1,7 @@
-"""The user message of a repair turn, built from a program's public-test result.
+"""The feedback of a turn, chosen from a program's public-test result.
 
 METHOD §9: every feedback, the all-public-tests-passed sentence included, is
-wrapped in the repair instruction (``cobalt.prompts.repair_prompt``). What goes
+wrapped in the repair instruction (by ``cobalt.rollout.conversation``). What goes
 inside is, in this order of precedence:
 
 1. a response without a program: :data:`NO_CODE_FEEDBACK`;
@@ -25,6 +25,9 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence
 
+from cobalt.data.records import EVALUATOR_ERROR_FEEDBACK  # noqa: F401  (public name)
+from cobalt.defaults import COBALT_CALLER_WAIT_S, PAPER_CALLER_WAIT_S, caller_wait_s  # noqa: F401  (public names)
+
 NO_CODE_FEEDBACK = (
     "No program could be extracted from your previous response: it contained no fenced code block. "
     "Nothing was run."
@@ -34,8 +37,6 @@ NO_CODE_FEEDBACK = (
 EVALUATOR_TIMEOUT_FEEDBACK = "The evaluation of your previous program timed out after {seconds:g} seconds."
 """Feedback when the evaluator call exceeds the caller's timeout (``seconds`` filled in)."""
 
-EVALUATOR_ERROR_FEEDBACK = "The evaluation of your previous program failed with an error: {message}"
-"""Feedback when the evaluator call raises (``message`` filled in)."""
 
 
 PAPER_NO_CODE_FEEDBACK = (
@@ -47,21 +48,6 @@ PAPER_CALLER_TIMEOUT_FEEDBACK = "Timeout: Program fails to execute all test case
 """``paper``: the original's feedback when the caller's wait runs out (exact text; it names 30 s
 although that wait is 300 s)."""
 
-PAPER_CALLER_WAIT_S = 300.0
-"""``paper``: how long the original's inference scripts wait for one evaluation."""
-COBALT_CALLER_WAIT_S = 30.0
-"""``cobalt``: the caller's wait (the evaluator's own program cap is shorter)."""
-
-
-def caller_wait_s(profile: str = "paper") -> float:
-    """How long a rollout waits for one program's public tests by default.
-
-    >>> caller_wait_s(), caller_wait_s("cobalt")
-    (300.0, 30.0)
-    """
-    from cobalt.profile import profile_name
-
-    return PAPER_CALLER_WAIT_S if profile_name(profile) == "paper" else COBALT_CALLER_WAIT_S
 
 
 def no_code_feedback(profile: str = "paper") -> str:
@@ -140,29 +126,3 @@ def turn_feedback(result: Any, *, no_code: bool = False, error: BaseException | 
         if not ok:
             return text
     return feedback_all_public_passed(template_dir)
-
-
-def next_user_message(result: Any, *, no_code: bool = False, error: BaseException | str | None = None,
-                      template_dir: str | os.PathLike | None = None, profile: str = "cobalt") -> str:
-    """The next turn's user message: the repair instruction wrapping this turn's feedback.
-
-    The feedback is chosen by :func:`turn_feedback` (no code, caller-side error,
-    first failing public test, or the all-public-tests-passed message); it is
-    always wrapped in ``cobalt.prompts.repair_prompt`` (METHOD §9).
-    """
-    from cobalt.prompts import repair_prompt
-
-    text = turn_feedback(result, no_code=no_code, error=error, template_dir=template_dir, profile=profile)
-    return repair_prompt(text, template_dir)
-
-
-def failing_public_result(n_tests: int, feedback: str) -> dict:
-    """A public result in which all ``n_tests`` tests fail with ``feedback`` (no code, call error).
-
-    The shape of an inference record's ``public`` field (docs/TRAJECTORIES.md).
-
-    >>> failing_public_result(2, "x")
-    {'passing': [False, False], 'feedback': ['x', 'x']}
-    """
-    n = max(int(n_tests), 1)
-    return {"passing": [False] * n, "feedback": [feedback] * n}

@@ -14,9 +14,9 @@ trajectory is one token sequence:
 3. The trajectory stops when every public test passes, when the response holds
    no program, when it was cut off (no end-of-turn token), when the token
    budget is spent, or after ``actor_rollout_ref.rollout.multi_turn.max_assistant_turns``
-   responses (T repair turns + 1). Otherwise the feedback, built by
-   :func:`cobalt.rollout.turns.next_user_message` (the same template and rules
-   as the multi-turn rollouts), becomes the next user turn.
+   responses (T repair turns + 1). Otherwise the next user turn is the one of
+   :mod:`cobalt.rollout.conversation` (the same step, template and rules as the
+   multi-turn rollouts and the bandit prompts).
 
 Only the policy's own tokens carry loss: ``response_mask`` is 1 on generated
 tokens and 0 on feedback turns and on the chat-template tokens between turns
@@ -178,8 +178,8 @@ class CobaltCodeAgentLoop(AgentLoopBase):
     async def run(self, sampling_params: dict[str, Any], priority: int = 0, **kwargs: Any) -> AgentLoopOutput:
         """One trajectory: up to ``max_programs`` responses with public-test feedback between them."""
         from cobalt.reward.scoring import is_validation_row
-        from cobalt.rollout.turns import next_user_message
-        from cobalt.text import extract_code
+        from cobalt.health import InfrastructureError
+        from cobalt.rollout.conversation import environment_step, extend
 
         extra_info = dict(kwargs.get("extra_info") or {})
         where = f"row {extra_info.get('index')!r} of {kwargs.get('data_source')!r}"
@@ -222,18 +222,21 @@ class CobaltCodeAgentLoop(AgentLoopBase):
             text = self.tokenizer.decode(new_ids, skip_special_tokens=True)
             responses.append(text)
 
-            code = extract_code(text, self.profile)
-            if code is None:
-                stop = STOP_NO_CODE
-                break
             started = time.perf_counter()
-            result = await self.client.evaluate(code, public)
-            timing["execute"] += time.perf_counter() - started
-            public_rates.append(result.pass_rate)
-            if result.infrastructure_error:
+            try:
+                step = await environment_step(text, public, self.client, profile=str(self.profile))
+            except InfrastructureError:  # the evaluator could not run the program: never a verdict, never feedback
+                timing["execute"] += time.perf_counter() - started
+                public_rates.append(0.0)
                 stop = STOP_INFRA
                 break
-            if result.all_passed:
+            if step.no_code:
+                stop = STOP_NO_CODE
+                break
+            timing["execute"] += time.perf_counter() - started
+            rate = sum(step.public["passing"]) / len(step.public["passing"])
+            public_rates.append(rate)
+            if rate == 1.0:
                 first_pass_turn, stop = turn, STOP_PUBLIC_PASSED
                 break
             if not new_ids or new_ids[-1] not in self.eos_ids:
@@ -245,8 +248,10 @@ class CobaltCodeAgentLoop(AgentLoopBase):
             if len(mask) >= self.response_length:
                 stop = STOP_BUDGET
                 break
-            previous = messages + [{"role": "assistant", "content": text}]
-            updated = previous + [{"role": "user", "content": next_user_message(result, template_dir=self.template_dir)}]
+            # the token sequence holds the whole response, so the history does too (no thinking cut)
+            updated = extend(messages, text, step.public, no_code=False, enable_thinking=False,
+                             template_dir=self.template_dir, fn_name=public.fn_name, profile=str(self.profile))
+            previous = updated[:-1]
             merged, new_mask, new_logprobs = await self.ct_merge_context_msg(previous, updated, token_ids, mask, logprobs)
             if len(new_mask) >= self.response_length:
                 stop = STOP_BUDGET

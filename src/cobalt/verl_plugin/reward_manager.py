@@ -58,6 +58,7 @@ from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from cobalt.health import InfrastructureError
+from cobalt.defaults import REWARD_MANAGER_TIMEOUT_S
 from cobalt.profile import resolve_profile
 from cobalt.reward.scoring import failure_score
 from cobalt.verl_plugin.reward import RewardTally, flatten_for_verl
@@ -69,7 +70,7 @@ DEFAULT_LOG_EVERY = 64
 """Training rows per reward-component log line of one reward worker (``reward.reward_kwargs.log_every``)."""
 DEFAULT_MAX_INFRA_SHARE = 0.05
 """Largest share of a window of training rows whose evaluation may fail to run before the run stops."""
-DEFAULT_TIMEOUT_S = {"paper": 300.0, "cobalt": 120.0}
+DEFAULT_TIMEOUT_S = REWARD_MANAGER_TIMEOUT_S
 """Per-row timeout by profile when ``reward.reward_kwargs.timeout_s`` is not set."""
 
 

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from cobalt.defaults import DATA_DIR, DATA_DIR_ENV, TEMPERATURE, TOP_P
+
 __all__ = [
     "RUNS",
     "RunSettings",
@@ -87,7 +89,7 @@ RUNS: dict[str, RunSpec] = {
 
 
 def _default_data_dir() -> str:
-    return os.environ.get("COBALT_DATA_DIR") or str(Path("~/cobalt/data/verl").expanduser())
+    return os.environ.get(DATA_DIR_ENV) or str(Path(DATA_DIR).expanduser())
 
 
 @dataclass
@@ -248,8 +250,8 @@ def _common_overrides(spec: RunSpec, s: RunSettings, train: str, val: str, exper
         f"actor_rollout_ref.rollout.tensor_model_parallel_size={s.rollout_tp}",
         f"actor_rollout_ref.rollout.max_num_batched_tokens={token_budget}",
         "actor_rollout_ref.rollout.val_kwargs.do_sample=True",
-        "actor_rollout_ref.rollout.val_kwargs.temperature=0.6",
-        "actor_rollout_ref.rollout.val_kwargs.top_p=0.95",
+        f"actor_rollout_ref.rollout.val_kwargs.temperature={TEMPERATURE}",
+        f"actor_rollout_ref.rollout.val_kwargs.top_p={TOP_P}",
         "actor_rollout_ref.rollout.val_kwargs.top_k=-1",
         "actor_rollout_ref.rollout.val_kwargs.n=1",
         # reward: our async function and manager, loaded from the installed package

@@ -93,7 +93,13 @@ def test_instruction_is_the_template_with_the_statement_cut_before_examples(prep
     _, records, profile = prepared
     for rec in records.values():
         assert "Example 1" not in rec["instruction"] and "Sample Input 1" not in rec["instruction"]
-        assert rec["instruction"] == prompts.problem_prompt(rec["question"])
+        fn_name = json.loads(rec["public_test_cases"]).get("fn_name")
+        if fn_name is None:  # judged on stdin: the stdin instruction
+            assert rec["instruction"] == prompts.problem_prompt(rec["question"])
+        else:  # judged by a call: the call instruction names it and shows the starter code
+            assert f"the judge calls `Solution().{fn_name}(...)`" in rec["instruction"]
+            assert f"    def {fn_name}(self" in rec["instruction"] and "standard input and print" not in rec["instruction"]
+            assert rec["instruction"].endswith("Problem:\n" + rec["question"].strip())
     tail = ("the overall winner is the one who reached that number of wins first.\nFind the overall winner: "
             "Takahashi or Aoki.\n\nInput\n\nThe input is given from Standard Input in the following format:\n"
             "N\nS\n\nOutput\n\nIf the overall winner is Takahashi, print T; if it is Aoki, print A.\n\n"
@@ -109,17 +115,22 @@ def test_instruction_is_the_template_with_the_statement_cut_before_examples(prep
         assert "splitWordsBySeparator" not in records["lcb-63"]["instruction"]  # no starter code
     else:
         assert records["lcb-190"]["question"].endswith(tail) and "\r" not in records["lcb-190"]["question"]
-        assert "containing each number exactly once.\n\nYour program is judged" in records["lcb-19"]["question"]
+        assert records["lcb-19"]["question"].endswith("containing each number exactly once.")
         assert "splitWordsBySeparator" in records["lcb-63"]["instruction"]
 
 
 def test_starter_code_flag_overrides_the_profile(tmp_path):
-    for profile, flag, shown in (("paper", "append", True), ("cobalt", "omit", False)):
-        out = tmp_path / f"{profile}.jsonl"
+    # the flag decides the statement; a problem judged by a call always shows its starter code
+    for profile, flag, in_question, in_instruction in (("paper", "append", True, True),
+                                                       ("cobalt", "omit", False, True),
+                                                       ("paper", "omit", False, False)):
+        out = tmp_path / f"{profile}-{flag}.jsonl"
         assert cli_main(["preproc-lcb", "--input", str(FIXTURE), "--output", str(out), "--no-progress",
                          "--profile", profile, "--starter-code", flag]) == 0
         rec = json.loads(out.read_text().splitlines()[1])
-        assert rec["id"] == "lcb-63" and ("class Solution" in rec["instruction"]) is shown
+        assert rec["id"] == "lcb-63" and ("class Solution" in rec["question"]) is in_question
+        assert ("class Solution" in rec["instruction"]) is in_instruction
+        assert ("the judge calls" in rec["instruction"]) is (profile == "cobalt")
 
 
 def test_functional_and_stdin_tests_run_in_the_sandbox(prepared):

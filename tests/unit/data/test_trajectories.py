@@ -18,7 +18,7 @@ from cobalt.data.records import TrajectoryRecord
 from cobalt.data.trajectories import (
     BuildConfig,
     BuildSummary,
-    TokenCounter,
+    ChatTokenCounter,
     build_prompts,
     history_messages,
     iter_records,
@@ -50,8 +50,8 @@ def leetcode(leetcode_rows) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def counter() -> TokenCounter:
-    return TokenCounter.from_pretrained(str(TOKENIZER))
+def counter() -> ChatTokenCounter:
+    return ChatTokenCounter.from_pretrained(str(TOKENIZER))
 
 
 @pytest.fixture(scope="module")
@@ -624,10 +624,10 @@ def test_token_counter_counts_the_chat_template_by_hand():
     # "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n": 9 tokens; with enable_thinking
     # false the Qwen3 template adds "<think>\n\n</think>\n\n": 4 more
     chat = [{"role": "user", "content": "hi"}]
-    plain = TokenCounter.from_pretrained(str(TOKENIZER))
+    plain = ChatTokenCounter.from_pretrained(str(TOKENIZER))
     assert plain(chat) == 9
     assert plain([chat]) == 9  # a batch of one conversation counts as that conversation
-    assert TokenCounter.from_pretrained(str(TOKENIZER), {"enable_thinking": False})(chat) == 13
+    assert ChatTokenCounter.from_pretrained(str(TOKENIZER), {"enable_thinking": False})(chat) == 13
 
 
 def test_config_checks_and_their_messages():

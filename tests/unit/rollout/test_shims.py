@@ -49,7 +49,7 @@ def test_litellm_flags_credentials_go_to_the_environment_only():
                    "AWS_REGION_NAME": "us-west-2"}
     args = _parsed(argv)
     assert (args.temperature, args.top_p, args.max_tokens, args.turns) == (1.0, 1.0, 32000, 8)
-    assert args.engine in ("litellm", "openai")
+    assert args.engine == "litellm"
 
 
 def test_extra_flags_pass_through_and_win():

@@ -7,13 +7,9 @@ import pytest
 
 from cobalt.execution.client import EvaluatorClient
 from cobalt.prompts import feedback_all_public_passed, repair_prompt
-from cobalt.rollout.turns import (
-    NO_CODE_FEEDBACK,
-    error_feedback,
-    failing_public_result,
-    next_user_message,
-    turn_feedback,
-)
+from cobalt.rollout.conversation import next_user_message
+from cobalt.data.records import failing_public_result
+from cobalt.rollout.turns import NO_CODE_FEEDBACK, error_feedback, turn_feedback
 
 
 @pytest.fixture(scope="module")
