@@ -1,10 +1,10 @@
 """Single-turn inference with a vLLM-served model (the paper's script and flags: --input_file --output_file --max_tokens --model_name).
 
-A thin shim over `cobalt rollout` / `cobalt eval`: see :mod:`cobalt.rollout.shims`.
+A thin shim over `cobalt rollout` / `cobalt eval`: see :mod:`cobalt.shims`.
 """
 import sys
 
-from cobalt.rollout.shims import main
+from cobalt.shims import main
 
 if __name__ == "__main__":
     sys.exit(main("run_single_turn_vllm"))

@@ -32,7 +32,7 @@ declare -A TARGETS=(
   [scoring]="src/cobalt/reward/scoring.py|tests/unit/reward/test_scoring.py"
   [repetition]="src/cobalt/reward/repetition.py|tests/unit/reward/test_repetition.py"
   [tokens]="src/cobalt/reward/tokens.py|tests/unit/reward/test_tokens.py"
-  [trajectories]="src/cobalt/data/trajectories.py|tests/unit/data/test_trajectories.py tests/unit/data/test_max_variance.py tests/unit/data/test_trajectories_cli.py --deselect=tests/unit/data/test_trajectories_cli.py::test_evaluation_prompts_through_the_paper_shim"
+  [trajectories]="src/cobalt/training_training_data/trajectories.py|tests/unit/data/test_trajectories.py tests/unit/data/test_max_variance.py tests/unit/data/test_trajectories_cli.py --deselect=tests/unit/data/test_trajectories_cli.py::test_evaluation_prompts_through_the_paper_shim"
   [perturbation]="src/cobalt/data/perturbation.py|tests/unit/data/test_perturbation.py tests/unit/data/test_public_test_set.py"
 )
 if [ "$#" -eq 0 ]; then

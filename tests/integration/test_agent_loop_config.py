@@ -27,7 +27,7 @@ def test_the_agent_loop_is_registered_and_built_as_verl_does(run, reward):
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.import_utils import resolve_config_path
 
-    from cobalt.data.verl_datasets import MULTITURN_AGENT_NAME
+    from cobalt.training_data.verl_datasets import MULTITURN_AGENT_NAME
 
     cfg = compose_config(build_overrides(run))
     validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))

@@ -209,7 +209,7 @@ def test_build_prompts_on_perturbed_trajectories(study, shared_data):
 
 def test_the_paper_scripts_on_a_perturbed_single_turn_output(study):
     """Perturb the single-turn output, then the paper's run_multi_turn_vllm.py and eval_multi_turn.py on it as is."""
-    from cobalt.rollout.shims import main as shim_main
+    from cobalt.shims import main as shim_main
 
     work, a = study["work"], study["a"]
     ptb_single, multi = work / "single_ptb.jsonl", work / "multi_shim.jsonl"

@@ -174,7 +174,7 @@ def test_replaying_the_records_gives_the_messages_sent(setup):
     agent loop's step (``conversation.extend`` over ``conversation.environment_step``'s result),
     give exactly the messages the rollout sent to the model."""
     from cobalt.data.records import TrajectoryRecord
-    from cobalt.data.trajectories import BuildConfig, history_messages
+    from cobalt.training_data.trajectories import BuildConfig, history_messages
     from cobalt.execution.client import EvaluatorClient
     from cobalt.rollout.conversation import environment_step, extend, first_turn_messages
 

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf  # noqa: E402  (verl's own dependency)
 
 from cobalt import prompts  # noqa: E402
 from cobalt.cli import main  # noqa: E402
-from cobalt.data.trajectories import ChatTokenCounter  # noqa: E402
+from cobalt.training_data.trajectories import ChatTokenCounter  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "trajectories"

@@ -55,7 +55,7 @@ def test_the_history_cut_is_typed_once():
 
 
 def test_users_see_the_same_values():
-    from cobalt.data.trajectories import BuildConfig
+    from cobalt.training_data.trajectories import BuildConfig
     from cobalt.engines.base import SamplingParams
     from cobalt.execution.base import Limits
     from cobalt.execution.client import DEFAULT_TIMEOUT_S

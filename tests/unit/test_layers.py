@@ -38,8 +38,7 @@ LAYERS: dict[str, int] = {
     "cobalt.evaluation": 6,
     "cobalt.analysis": 6,
     # training data built from evaluated rollouts
-    "cobalt.data.trajectories": 7,
-    "cobalt.data.verl_datasets": 7,
+    "cobalt.training_data": 7,
     # veRL
     "cobalt.verl_plugin": 8,
     # entry points that run any stage: the CLI, the demo, the paper's script front-ends
@@ -47,7 +46,7 @@ LAYERS: dict[str, int] = {
     "cobalt.doctor": 9,
     "cobalt.__main__": 9,
     "cobalt.demo": 9,
-    "cobalt.rollout.shims": 9,
+    "cobalt.shims": 9,
 }
 
 
@@ -134,11 +133,35 @@ def test_the_parser_sees_lazy_relative_and_from_package_imports():
         "    from ..evaluation import passk\n"
         "    from cobalt import __version__\n"
     )
-    found = cobalt_imports(source, "cobalt.data.trajectories")
+    found = cobalt_imports(source, "cobalt.data.leetcode")
     assert found == [(2, "cobalt.io"), (4, "cobalt.rollout.loop"), (5, "cobalt.verl_plugin.reward"),
                      (6, "cobalt.data.problems"), (7, "cobalt.evaluation.passk"), (8, "cobalt")]
     assert [layer_of(m) for _, m in found] == [0, 5, 8, 4, 6, 0]
-    assert layer_of("cobalt.data.verl_datasets") == 7 and layer_of("cobalt.data.taco") == 4
+    assert layer_of("cobalt.training_data.verl_datasets") == 7 and layer_of("cobalt.data.taco") == 4
+
+
+def test_each_layer_is_a_whole_folder_or_top_level_module():
+    """No special cases: a layer is given to a package or a top-level module, never to one module
+    inside a package (a module that belongs elsewhere moves to that folder)."""
+    deeper = [name for name in LAYERS if name.count(".") > 1]
+    assert not deeper, f"modules with a layer of their own inside a package: {deeper}"
+
+
+def test_the_moved_training_data_modules_keep_their_old_names_for_a_release():
+    import importlib
+    import sys
+    import warnings
+
+    from cobalt.training_data import trajectories, verl_datasets
+
+    for old, new in (("cobalt.data.trajectories", trajectories), ("cobalt.data.verl_datasets", verl_datasets)):
+        sys.modules.pop(old, None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            module = importlib.import_module(old)
+        assert module is new
+        assert any(issubclass(w.category, DeprecationWarning) and "cobalt.training_data" in str(w.message)
+                   for w in caught)
 
 
 def test_evaluation_imports_nothing_from_rollout():

@@ -2,7 +2,7 @@
 
 Every place that talks to a policy about a problem builds its messages here:
 the rollout loop (:mod:`cobalt.rollout.loop`), the bandit-prompt builder
-(:mod:`cobalt.data.trajectories`), the veRL datasets and the online agent loop
+(:mod:`cobalt.training_data.trajectories`), the veRL datasets and the online agent loop
 (:mod:`cobalt.verl_plugin.agent_loop`). A conversation is
 
     system, user (first turn), then (assistant, user) pairs

@@ -49,7 +49,7 @@ from uuid import uuid4
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput
 
-from cobalt.data.verl_datasets import MULTITURN_AGENT_NAME
+from cobalt.training_data.verl_datasets import MULTITURN_AGENT_NAME
 from cobalt.profile import resolve_profile
 from cobalt.verl_plugin.reward import REWARD_INFO_KEYS, flatten_for_verl
 from cobalt.verl_plugin.runs import DEFAULT_REPAIR_TURNS, MAX_RESPONSE_LENGTH

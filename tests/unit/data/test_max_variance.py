@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cobalt.data.trajectories import max_variance_subset
+from cobalt.training_data.trajectories import max_variance_subset
 
 
 def brute_force(diffs: list[float], m: int, n: int) -> list[int]:

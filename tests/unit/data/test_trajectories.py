@@ -15,7 +15,7 @@ import pytest
 
 from cobalt import prompts
 from cobalt.data.records import TrajectoryRecord
-from cobalt.data.trajectories import (
+from cobalt.training_data.trajectories import (
     BuildConfig,
     BuildSummary,
     ChatTokenCounter,
@@ -264,7 +264,7 @@ def test_evaluation_without_an_improving_trajectory_keeps_only_the_first_turn_pr
 
 
 def test_improvement_range_by_hand():
-    from cobalt.data.trajectories import improvement_range
+    from cobalt.training_data.trajectories import improvement_range
 
     assert improvement_range([]) == 0.0
     assert improvement_range([0.25]) == 0.0
@@ -718,7 +718,7 @@ def test_write_rows_writes_utf8_under_an_ascii_locale(tmp_path):
 
     out = tmp_path / "rows.jsonl"
     code = ("import locale, sys\n"
-            "from cobalt.data.trajectories import write_rows\n"
+            "from cobalt.training_data.trajectories import write_rows\n"
             "print(locale.getpreferredencoding(False))\n"
             "write_rows([{'text': 'caf\\u00e9 \\u2192 ok'}], sys.argv[1])\n")  # escaped: the command line is ASCII
     env = os.environ | {"LC_ALL": "C", "LANG": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0",

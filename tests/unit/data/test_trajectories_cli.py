@@ -170,7 +170,7 @@ def test_help_explains_every_flag(capsys):
 def build_prompts_parser():
     import argparse
 
-    from cobalt.data.trajectories import add_arguments
+    from cobalt.training_data.trajectories import add_arguments
 
     parser = argparse.ArgumentParser(prog="cobalt build-prompts")
     add_arguments(parser)
@@ -247,7 +247,7 @@ def test_bad_command_lines_are_refused(argv, capsys):
 
 
 def test_config_from_every_flag(monkeypatch):
-    from cobalt.data.trajectories import config_from_args
+    from cobalt.training_data.trajectories import config_from_args
 
     monkeypatch.delenv("COBALT_PROFILE", raising=False)
     args = build_prompts_parser().parse_args([

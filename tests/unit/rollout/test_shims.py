@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cobalt.cli import command_parser
-from cobalt.rollout.shims import ROLLOUT_SHIMS, translate
+from cobalt.shims import ROLLOUT_SHIMS, translate
 
 REPO = Path(__file__).resolve().parents[3]
 
