@@ -328,9 +328,12 @@ SIGNALS = [
         note="as root the tests' uid is not the runner's, so the kill is refused (runtime_error); in a user "
         "namespace, killing its own runner only fails the program",
     ),
-    Attack("kill_minus_one", "import os\nos.kill(-1, 9)", ("",) * 3, status=frozenset({"sandbox_error", "passed"}),
-           note="as root, kill(-1) reaches only the test uid's processes (itself spared), so the test lives on and "
-           "its empty output is judged; in a user namespace it takes the runner down"),
+    Attack("kill_minus_one", "import os\nos.kill(-1, 9)", ("",) * 3,
+           status=frozenset({"sandbox_error", "runtime_error", "passed"}),
+           note="as root, kill(-1) reaches only the test uid's processes inside this sandbox's PID namespace "
+           "(itself spared): the test lives on and its empty output is judged, unless a sibling test of the same "
+           "program, running at the same time, killed it first (runtime_error: the program harms only itself); "
+           "in a user namespace it takes the runner down"),
     Attack(
         "killpg_everything",
         "import os\nfor g in range(1, 300):\n    try:\n        os.killpg(g, 9)\n    except OSError:\n        pass\nprint('x')",

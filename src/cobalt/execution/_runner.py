@@ -422,7 +422,7 @@ def _child(job, code_obj, g, i, in_fd, out_w, err_w, ret_w, cgroups=()):
         try:
             exec(code_obj, g)
             if fn_name:
-                _run_call(g, fn_name, job["inputs"][i], CALL_RET_FD, job["limits"]["output_bytes"])
+                _run_call(g, fn_name, job["inputs"][i], CALL_RET_FD, _output_cap(job, i))
             status = 0
         except SystemExit as exc:
             code = exc.code
@@ -717,7 +717,7 @@ class _Test:
         if oom:
             rec["oom"] = True
         stdout = bytes(self.out[: self.out_limit])
-        ret = bytes(self.ret[: lim["output_bytes"]]) if job.get("fn_name") else None
+        ret = bytes(self.ret[: self.out_limit]) if job.get("fn_name") else None  # the same cap as stdout
         return rec, stdout, ret
 
 

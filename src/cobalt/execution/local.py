@@ -40,11 +40,11 @@ stdout and return value, each of which is capped at ``Limits.output_bytes``."""
 
 
 def max_record_bytes(limits: Limits, stdout_cap: int | None = None) -> int:
-    """The largest record the host accepts from a runner: stdout within ``stdout_cap``
-    (default the limits' output cap; ``paper`` raises it per test), a return value
-    within the output cap, and the header."""
-    stdout = int(limits.output_bytes) if stdout_cap is None else int(stdout_cap)
-    return stdout + int(limits.output_bytes) + RECORD_HEADER_BYTES
+    """The largest record the host accepts from a runner: stdout and a return value, each
+    within ``stdout_cap`` (default the limits' output cap; ``paper`` raises it per test from
+    the expected output), and the header."""
+    cap = int(limits.output_bytes) if stdout_cap is None else int(stdout_cap)
+    return 2 * cap + RECORD_HEADER_BYTES
 
 
 class RecordReader:
