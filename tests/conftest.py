@@ -64,6 +64,33 @@ def openai_server():
 
 
 @pytest.fixture
+def broken_server():
+    """A real HTTP server on 127.0.0.1 that answers every request with HTTP 500; yields its /v1 URL."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Always500(BaseHTTPRequestHandler):
+        def _fail(self) -> None:
+            body = b'{"error": {"message": "the model server is broken"}}'
+            self.send_response(500)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _fail
+
+        def log_message(self, *args) -> None:  # quiet
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Always500)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
 def closed_port() -> int:
     """A port on 127.0.0.1 that nothing listens on (bound once, then closed again)."""
     import socket

@@ -16,9 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -81,29 +79,6 @@ def _solver(chosen):
     return responder, by_question
 
 
-class _Always500(BaseHTTPRequestHandler):
-    def _fail(self) -> None:
-        body = b'{"error": {"message": "the model server is broken"}}'
-        self.send_response(500)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_GET = do_POST = _fail
-
-    def log_message(self, *args) -> None:
-        pass
-
-
-@pytest.fixture
-def broken_server():
-    """A real HTTP server that answers every request with HTTP 500."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Always500)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-    httpd.server_close()
 
 
 # -- before the first problem --------------------------------------------------------------------

@@ -3,9 +3,7 @@ a real HTTP server on 127.0.0.1, a port where nothing listens, the real bubblewr
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -20,30 +18,6 @@ from cobalt.health import (
 )
 
 
-class _Always500(BaseHTTPRequestHandler):
-    def _fail(self) -> None:
-        body = b'{"error": {"message": "the model server is broken"}}'
-        self.send_response(500)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_GET = do_POST = _fail
-
-    def log_message(self, *args) -> None:  # quiet
-        pass
-
-
-@pytest.fixture
-def broken_server():
-    """A real HTTP server that answers every request with HTTP 500."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Always500)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-    httpd.server_close()
 
 
 def test_breaker_opens_after_20_failures_in_a_row():
