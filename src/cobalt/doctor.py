@@ -56,11 +56,12 @@ def check_bubblewrap() -> CheckResult:
                            "sudo apt-get install bubblewrap (or conda install -c conda-forge bubblewrap); "
                            "--no-sandbox only for trusted code")
     from cobalt.execution import sandbox
+    from cobalt.health import PreflightError, check_sandbox_ready
 
     try:
-        version = sandbox.check_sandbox()
-    except sandbox.SandboxUnavailable as exc:
-        return CheckResult("sandbox", "FAIL", _first_line(exc),
+        version = check_sandbox_ready()  # the commands' own pre-flight check
+    except PreflightError as exc:
+        return CheckResult("sandbox", "FAIL", _first_line(exc).removeprefix("sandbox: "),
                            "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1) "
                            "or run as root")
     mode = "root: fresh uid per sandbox" if sandbox._is_root() else "user namespace, uid 65534"
