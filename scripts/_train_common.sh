@@ -148,12 +148,12 @@ sys.exit("the evaluator app did not reach RUNNING within 300 s")
 PY
 fi
 
-# 3. The composed config beside the outputs, then the trainer.
+# 3. The composed config beside the outputs, then the trainer. One train-config call (it imports
+#    verl) checks and saves the config and prints the overrides: the run's own, then yours.
 mkdir -p "$OUTPUT_DIR"
-cobalt_cli train-config "$RUN" "${EXTRA_OVERRIDES[@]}" "${CONFIG_ARGS[@]}" \
-    --save "$OUTPUT_DIR/train_config.json" > /dev/null
-mapfile -t OVERRIDES < <(cobalt_cli train-config "$RUN" "${CONFIG_ARGS[@]}" --print-overrides)
-[[ "${#OVERRIDES[@]}" -gt 0 ]] || { echo "no overrides from cobalt train-config" >&2; exit 1; }
+mapfile -t OVERRIDES < <(cobalt_cli train-config "$RUN" "${EXTRA_OVERRIDES[@]}" "${CONFIG_ARGS[@]}" \
+    --save "$OUTPUT_DIR/train_config.json" --print-overrides)
+[[ "${#OVERRIDES[@]}" -gt 0 ]] || { echo "cobalt train-config printed no overrides (see its message above)" >&2; exit 1; }
 export COBALT_EVALUATOR=ray
 cd "$REPO_ROOT"
-"$PYTHON" -m verl.trainer.main_ppo "${OVERRIDES[@]}" "${EXTRA_OVERRIDES[@]}"
+"$PYTHON" -m verl.trainer.main_ppo "${OVERRIDES[@]}"

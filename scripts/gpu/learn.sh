@@ -13,7 +13,7 @@
 #     base-train  base rollouts on the training instances (4 samples, 2 repair turns, seed 0), eval
 #     gate        base turn-0 Pass@1 on the training instances must lie in [0.2, 0.7], else stop
 #     data        build-prompts + make-verl-data (Cobalt rows; single-turn rows; held-out validation)
-#     train       the run's script, 16 prompts x 8 samples, 20 steps, lr 1e-4, greedy validation on
+#     train       the run's script, 16 prompts x 8 samples, 16 steps, lr 1e-4, greedy validation on
 #                 the 200 held-out prompts every 5 steps; resumes from its last checkpoint (every
 #                 5 steps), so a call cut by its time limit is finished by the next
 #     merge       scripts/gpu/merge_fp32.py: the last checkpoint -> $WORK/learn/trained-<run> (fp32)
@@ -24,10 +24,11 @@
 #                 vs single-turn when both ran), train-report of the training logs
 #
 # Variables: those of scripts/gpu/_gpu_common.sh (WORK, ENV_FILE, PYTHON, STEP_TIMEOUT, ...) and
-#   ROLLOUT_ENGINE [vllm; transformers with --dry-run], LEARN_TRAIN_TIMEOUT [540] seconds for one
+#   ROLLOUT_ENGINE [vllm; transformers with --dry-run], LEARN_TRAIN_TIMEOUT [560] seconds for one
 #   training call, LEARN_EVALUATOR [ray; embedded: the reward workers run the sandbox themselves and
 #   no Ray Serve app starts], LEARN_GATE_LOW / LEARN_GATE_HIGH [0.2 / 0.7], LEARN_WARM_STEPS [1500],
-#   EXTRA_OVERRIDES (Hydra overrides after the experiment's own).
+#   LEARN_STEPS [16] training steps, LEARN_PROMPT_TOKENS [1536] the longest prompt kept (verl pads
+#   every sequence to it plus the response length), EXTRA_OVERRIDES (Hydra overrides after the experiment's own).
 set -eo pipefail
 
 RUN_NAME=cobalt DRY=0 OUT_DIR="" STEPS="problems,warm,base-train,gate,data,eval-base,train,merge,eval-trained,report"
@@ -73,12 +74,19 @@ fi
 BASE="$L/base"
 TRAINED="$L/trained-$RUN_NAME"
 RUN_DIR="$L/runs/$RUN_NAME"
-TOTAL_STEPS="${LEARN_STEPS:-20}"
+TOTAL_STEPS="${LEARN_STEPS:-16}"
+# Longest prompt the bandit data keeps (the base rollouts' longest was 1,352 tokens): verl pads every
+# sequence to this plus the response length, so it sets the actor's cost per step.
+PROMPT_TOKENS="${LEARN_PROMPT_TOKENS:-1536}"
 
 # The experiment's settings over the tiny overrides (docs/TRAINING.md §8 lists the deviations).
 LEARN_OVERRIDES=(
     data.train_batch_size=16
+    data.max_prompt_length="$PROMPT_TOKENS"
+    data.filter_overlong_prompts=False
     actor_rollout_ref.rollout.n=8
+    actor_rollout_ref.actor.ppo_max_token_len_per_gpu=16384
+    actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=16384
     actor_rollout_ref.actor.ppo_mini_batch_size=16
     actor_rollout_ref.actor.optim.lr=1e-4
     actor_rollout_ref.actor.use_kl_loss=False
@@ -138,12 +146,13 @@ do_data() {
     local d="$L/verl" p="$L/prompts"
     mkdir -p "$d" "$p"
     tcobalt make-verl-data --kind single-turn --train "$L/problems/train.jsonl" --val "$L/problems/heldout.jsonl" \
-        --out-dir "$d/single_turn" --tokenizer "$BASE" --no-progress
+        --out-dir "$d/single_turn" --tokenizer "$BASE" --max-prompt-tokens "$PROMPT_TOKENS" --no-progress
     rm -f "$p/train.jsonl"
     tcobalt build-prompts --input "$L/base_train.evaluated.jsonl" --output "$p/train.jsonl" --model-name "$BASE" \
-        --seed "$SEED_PROMPTS" --enable-thinking --no-progress
+        --seed "$SEED_PROMPTS" --enable-thinking --max-prompt-tokens "$PROMPT_TOKENS" --no-progress
     if [[ -s "$p/train.jsonl" ]]; then
-        tcobalt make-verl-data --kind cobalt --train "$p/train.jsonl" --out-dir "$d/cobalt" --tokenizer "$BASE" --no-progress
+        tcobalt make-verl-data --kind cobalt --train "$p/train.jsonl" --out-dir "$d/cobalt" --tokenizer "$BASE" \
+            --max-prompt-tokens "$PROMPT_TOKENS" --no-progress
     elif [[ "$DRY" == 1 ]]; then
         echo "DRY RUN FALLBACK: build-prompts kept no prompt from the untrained tiny model; the Cobalt run uses the single-turn rows"
         mkdir -p "$d/cobalt" && cp "$d/single_turn/train.parquet" "$d/cobalt/train.parquet"
@@ -172,7 +181,7 @@ do_train() {
     stop_ray
     local rc=0
     MODEL="$BASE" TRAIN_FILE="$L/verl/$sub/train.parquet" VAL_FILE="$L/verl/$sub/val.parquet" OUTPUT_DIR="$RUN_DIR" \
-        EXPERIMENT_NAME="learn-$RUN_NAME" timeout -k 20 "${LEARN_TRAIN_TIMEOUT:-540}" bash "$SCRIPT" "${args[@]}" \
+        EXPERIMENT_NAME="learn-$RUN_NAME" timeout -k 20 "${LEARN_TRAIN_TIMEOUT:-560}" bash "$SCRIPT" "${args[@]}" \
         2>&1 | tee -a "$L/logs/train_$RUN_NAME.log" || rc=${PIPESTATUS[0]}
     echo "train: rc $rc; last checkpoint global_step_$(last_ckpt) of $TOTAL_STEPS"
     [[ "$DRY" == 1 ]] && { [[ $rc == 0 ]] && echo "DRY RUN: verl's config check only; no step ran"; return "$rc"; }

@@ -66,3 +66,20 @@ def test_print_overrides(capsys):
     assert "trainer.nnodes=2" in lines
     assert "data.max_prompt_length=10240" in lines
     assert len(lines) == len(set(lines))
+
+
+def test_print_overrides_with_save_checks_saves_and_lists_the_extras_last(tmp_path, capsys):
+    """The launcher's one call: the config is composed, checked and saved; the run's overrides, then the extras."""
+    import json
+
+    saved = tmp_path / "train_config.json"
+    assert main(["train-config", "cobalt", "data.max_prompt_length=1536", "--print-overrides", "--save", str(saved),
+                 "--model", "/m/x", "--n-gpus-per-node", "1", "--rollout-tp", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == "data.max_prompt_length=1536" and "data.max_prompt_length=10240" in lines[:-1]
+    record = json.loads(saved.read_text())
+    assert record["config"]["data"]["max_prompt_length"] == 1536 and record["overrides"] == lines
+    # a config that cannot be composed prints no override, so the launcher stops before the trainer
+    assert main(["train-config", "cobalt", "data.no_such_setting=1", "--print-overrides", "--save", str(tmp_path / "bad.json"), "--model", "/m/x",
+                 "--n-gpus-per-node", "1", "--rollout-tp", "1"]) == 2
+    assert capsys.readouterr().out == "" and not (tmp_path / "bad.json").exists()

@@ -52,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--evaluator", choices=("ray", "embedded"), default=defaults.evaluator,
                         help="COBALT_EVALUATOR given to verl's workers")
     parser.add_argument("--print-overrides", action="store_true",
-                        help="print the override list (one per line) instead of the composed config")
+                        help="print the override list (one per line) instead of the composed config; with --save, "
+                        "the config is still composed, checked and saved")
     parser.add_argument("--save", default=None, metavar="PATH",
                         help="also write {run, overrides, config} as JSON to PATH (atomically)")
     parser.add_argument("--no-validate", action="store_true", help="skip verl's validate_config check")
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     from cobalt.verl_plugin.runs import build_overrides, compose_config
 
     overrides = build_overrides(args.run, settings_from_args(args)) + list(args.overrides)
-    if args.print_overrides:
+    if args.print_overrides and not args.save:
         sys.stdout.write("".join(f"{item}\n" for item in overrides))
         return 0
 
@@ -117,7 +118,10 @@ def run(args: argparse.Namespace) -> int:
         except (AssertionError, ValueError, OmegaConfBaseException) as exc:
             print(f"cobalt train-config: verl rejects the config: {exc}", file=sys.stderr)
             return 2
-    sys.stdout.write(OmegaConf.to_yaml(config, resolve=True))
+    # --print-overrides with --save: the launcher's one call (composing the config imports verl, which
+    # takes tens of seconds on a fresh node): check and save the config, print the override list
+    sys.stdout.write("".join(f"{item}\n" for item in overrides) if args.print_overrides
+                     else OmegaConf.to_yaml(config, resolve=True))
     if args.save:
         from cobalt.io import write_json_atomic
 
