@@ -43,6 +43,9 @@ REPORT_STEM = "train_report"
 STARTUP_STEM = "startup"
 COMPONENTS = ("score", "correctness", "improvement", "format")
 _TALLY = re.compile(r"cobalt reward: .*?; means: (.*)$")
+# Ray's log deduplication appends " [repeated 14x across cluster]" in colour to a line printed by several workers
+_RAY_SUFFIX = re.compile(r"\s*\[repeated \d+x across cluster\].*$")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _VAL = re.compile(r"^val-(?:core|aux)/[^/]+/([^/]+)/mean@\d+$")
 _KEEP = re.compile(r"^(critic/score/(mean|min|max)|critic/advantages/(mean|min|max)|actor/grad_norm|"
                    r"timing_s/.+|response_length/mean|actor/pg_loss)$")
@@ -65,7 +68,7 @@ def reward_tallies(path: str | Path) -> dict[int, dict[str, float]]:
     out: dict[int, dict[str, float]] = {}
     with Path(path).open(encoding="utf-8", errors="replace") as fh:
         for line in fh:
-            tally = _TALLY.search(line)
+            tally = _TALLY.search(_RAY_SUFFIX.sub("", _ANSI.sub("", line.rstrip("\n"))))
             if tally:
                 for item in tally.group(1).split(","):
                     name, _, value = item.strip().rpartition(" ")
