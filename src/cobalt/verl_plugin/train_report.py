@@ -158,7 +158,7 @@ START_MARKERS = {
     "ray start": re.compile(r"Local node IP"),
     "trainer's ray init": re.compile(r"ray init kwargs"),
 }
-"""The start of a run: ``ray start --head``'s first line, else the trainer's own Ray start."""
+"""The start of a run: ``ray start --head``'s ``Local node IP`` line, else the trainer's own Ray start."""
 
 MILESTONES = (
     ("ray head started", re.compile(r"Ray runtime started"), None),
