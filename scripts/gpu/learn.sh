@@ -333,7 +333,7 @@ do_startup() {
             "${LEARN_STARTUP_TIMEOUT:-420}" "$log" trainer.total_training_steps=1 trainer.val_before_train=False \
             trainer.test_freq=-1 trainer.save_freq=-1 "${extra[@]}" > /dev/null || rc=$?
         echo "startup: variant $v rc $rc$([[ $rc == 124 || $rc == 137 ]] && echo " (timed out after ${LEARN_STARTUP_TIMEOUT:-420} s)")"
-        [[ $rc == 0 ]] || { failed+=("$v"); tail -n 30 "$log"; }
+        [[ $rc == 0 ]] || { failed+=("$v"); tail -n 30 "$log" || true; }
     done
     stop_ray
     local runs=() names=()
