@@ -12,6 +12,7 @@
 #               learning experiment (scripts/gpu/learn.sh, docs/TRAINING.md §8): learn-prep (problems, warm
 #                 start, base rollouts on train, gate, data), learn-eval-base, learn-train, learn-eval
 #                 (merge, trained held-out eval, report); learn-single-train, learn-single-eval (--run single)
+#                 learn-startup (start-up of one-step runs in LEARN_STARTUP_VARIANTS; learn.sh --help)
 #               check: import everything and print versions (install_wheelhouse.sh check)
 #   Steps run in the order given; inference steps before training steps are passed together to
 #   prove_inference.sh, and so on. A step that fails does not stop the later ones.
@@ -78,6 +79,7 @@ learn_step() {
         learn-eval) bash "$HERE/learn.sh" --out "$OUT" --steps merge,eval-trained,report ;;
         learn-single-train) bash "$HERE/learn.sh" --out "$OUT" --run single --steps train ;;
         learn-single-eval) bash "$HERE/learn.sh" --out "$OUT" --run single --steps merge,eval-trained,report ;;
+        learn-startup) bash "$HERE/learn.sh" --out "$OUT" --steps startup ;;
         *) echo "device_run: unknown learning step '$1'" >&2; row "$1" "rc=2 (unknown learning step)"; return 2 ;;
     esac
 }

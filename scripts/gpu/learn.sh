@@ -22,13 +22,22 @@
 #     eval-trained  the same for the trained model with seed set 1
 #     report      into $WORK/learn/report, packed as $OUT/learn_report.tar.gz: cobalt report, compare-runs (bootstrap; base vs base as the noise floor; Cobalt
 #                 vs single-turn when both ran), train-report of the training logs
+#   not in the default list:
+#     startup     one-step single-turn runs (tiny overrides + the experiment's, no validation, no
+#                 checkpoint), one per variant of LEARN_STARTUP_VARIANTS [embedded,ref]: base (the
+#                 experiment's settings), embedded (no Ray Serve app: the reward workers run the sandbox),
+#                 ref (a reference model: KL loss 0.001), workers (8 dataloader workers); needs only the
+#                 problems, the warm start $WORK/learn/base if built (else a random tiny model) and the
+#                 single-turn rows; a variant whose first step is done is not run again; the start-up
+#                 tables -> $OUT/startup.md, the runs' logs -> $OUT/startup_logs.tar.gz
 #
 # Variables: those of scripts/gpu/_gpu_common.sh (WORK, ENV_FILE, PYTHON, STEP_TIMEOUT, ...) and
 #   ROLLOUT_ENGINE [vllm; transformers with --dry-run], LEARN_TRAIN_TIMEOUT [560] seconds for one
 #   training call, LEARN_EVALUATOR [ray; embedded: the reward workers run the sandbox themselves and
 #   no Ray Serve app starts], LEARN_GATE_LOW / LEARN_GATE_HIGH [0.2 / 0.7], LEARN_WARM_STEPS [1500],
 #   LEARN_STEPS [16] training steps, LEARN_PROMPT_TOKENS [1536] the longest prompt kept (verl pads
-#   every sequence to it plus the response length), EXTRA_OVERRIDES (Hydra overrides after the experiment's own).
+#   every sequence to it plus the response length), LEARN_STARTUP_VARIANTS / LEARN_STARTUP_TIMEOUT
+#   [embedded,ref / 420] the startup step's variants and seconds for each, EXTRA_OVERRIDES (Hydra overrides after the experiment's own).
 set -eo pipefail
 
 RUN_NAME=cobalt DRY=0 OUT_DIR="" STEPS="problems,warm,base-train,gate,data,eval-base,train,merge,eval-trained,report"
@@ -167,22 +176,38 @@ do_data() {
 data_sub() { [[ "$RUN_NAME" == cobalt ]] && echo cobalt || echo single_turn; }
 last_ckpt() { cat "$RUN_DIR/checkpoints/latest_checkpointed_iteration.txt" 2>/dev/null || echo 0; }
 
+# launch SCRIPT MODEL DATA_SUB OUTPUT_DIR EXPERIMENT EVALUATOR(ray|embedded) SECONDS LOG [OVERRIDE...]:
+# one training call with the experiment's overrides, then the given ones and EXTRA_OVERRIDES, under a
+# deadline, appended to LOG; prints nothing of its own and returns the script's rc (--dry-run: the
+# script's config check). The embedded evaluator starts no Ray Serve app: the reward workers run the
+# sandbox themselves.
+launch() {
+    local script="$1" model="$2" sub="$3" out="$4" name="$5" evaluator="$6" limit="$7" log="$8"
+    shift 8
+    local extra=() skip="${SKIP_EVALUATOR:-0}"
+    case "$evaluator" in
+        ray) ;;
+        embedded) skip=1; extra=(ray_kwargs.ray_init.runtime_env.env_vars.COBALT_EVALUATOR=embedded) ;;
+        *) echo "learn.sh: the evaluator must be ray or embedded, not '$evaluator'" >&2; return 2 ;;
+    esac
+    local args=("${TINY_OVERRIDES[@]}" "${LEARN_OVERRIDES[@]}" "$@" "${extra[@]}" "${MORE[@]}")
+    [[ "$DRY" == 1 ]] && args=(--dry-run "${args[@]}")
+    stop_ray
+    local rc=0
+    SKIP_EVALUATOR="$skip" MODEL="$model" TRAIN_FILE="$L/verl/$sub/train.parquet" VAL_FILE="$L/verl/$sub/val.parquet" \
+        OUTPUT_DIR="$out" EXPERIMENT_NAME="$name" timeout -k 20 "$limit" bash "$script" "${args[@]}" \
+        2>&1 | tee -a "$log" || rc=${PIPESTATUS[0]}
+    return "$rc"
+}
+
 do_train() {
     local sub; sub="$(data_sub)"
     local extra=(trainer.val_before_train=True)
     [[ "$(last_ckpt)" -ge "$TOTAL_STEPS" ]] && { echo "train: $RUN_NAME has global_step_$TOTAL_STEPS already"; return 0; }
     [[ "$(last_ckpt)" -gt 0 ]] && extra=(trainer.val_before_train=False)   # resumed: step 0 validated before
-    if [[ "${LEARN_EVALUATOR:-ray}" == embedded ]]; then   # start-up measurement: no Ray Serve app
-        export SKIP_EVALUATOR=1
-        extra+=(ray_kwargs.ray_init.runtime_env.env_vars.COBALT_EVALUATOR=embedded)
-    fi
-    local args=("${TINY_OVERRIDES[@]}" "${LEARN_OVERRIDES[@]}" "${extra[@]}" "${MORE[@]}")
-    [[ "$DRY" == 1 ]] && args=(--dry-run "${args[@]}")
-    stop_ray
     local rc=0
-    MODEL="$BASE" TRAIN_FILE="$L/verl/$sub/train.parquet" VAL_FILE="$L/verl/$sub/val.parquet" OUTPUT_DIR="$RUN_DIR" \
-        EXPERIMENT_NAME="learn-$RUN_NAME" timeout -k 20 "${LEARN_TRAIN_TIMEOUT:-560}" bash "$SCRIPT" "${args[@]}" \
-        2>&1 | tee -a "$L/logs/train_$RUN_NAME.log" || rc=${PIPESTATUS[0]}
+    launch "$SCRIPT" "$BASE" "$sub" "$RUN_DIR" "learn-$RUN_NAME" "${LEARN_EVALUATOR:-ray}" "${LEARN_TRAIN_TIMEOUT:-560}" \
+        "$L/logs/train_$RUN_NAME.log" "${extra[@]}" || rc=$?
     echo "train: rc $rc; last checkpoint global_step_$(last_ckpt) of $TOTAL_STEPS"
     [[ "$DRY" == 1 ]] && { [[ $rc == 0 ]] && echo "DRY RUN: verl's config check only; no step ran"; return "$rc"; }
     [[ "$(last_ckpt)" -ge "$TOTAL_STEPS" ]] || { echo "train: not finished: run the step 'train' again (it resumes)"; return 1; }
@@ -257,12 +282,92 @@ PY
     ls "$r"
 }
 
+# startup: one-step single-turn runs in variants of the experiment's settings, timed from ray start to
+# the first step done; needs only the problems, a model and the single-turn rows.
+STARTUP_SCRIPT=scripts/train_grpo_single_turn.sh
+startup_log() { echo "$L/logs/startup_$1.log"; }
+
+do_startup() {
+    local variants v bad=() rc failed=()
+    IFS=',' read -r -a variants <<< "${LEARN_STARTUP_VARIANTS:-embedded,ref}"
+    [[ ${#variants[@]} -gt 0 ]] || { echo "startup: LEARN_STARTUP_VARIANTS names no variant" >&2; return 2; }
+    for v in "${variants[@]}"; do
+        case "$v" in base|embedded|ref|workers) ;; *) bad+=("'$v'") ;; esac
+    done
+    if [[ ${#bad[@]} -gt 0 ]]; then
+        echo "startup: unknown variant ${bad[*]} in LEARN_STARTUP_VARIANTS; the variants are base, embedded, ref, workers" >&2
+        return 2
+    fi
+    do_problems
+    local model="$BASE"
+    if [[ ! -f "$BASE/config.json" ]]; then
+        model="$L/startup-model"
+        if [[ -f "$model/config.json" ]]; then echo "startup: model $model (made earlier)"
+        else
+            echo "startup: no warm start at $BASE: a random tiny model (hidden $TINY_HIDDEN, $TINY_LAYERS layers) at $model"
+            tcobalt tiny-model --output-dir "$model" --tokenizer "$COBALT_QWEN3_TOKENIZER" \
+                --hidden-size "$TINY_HIDDEN" --layers "$TINY_LAYERS"
+        fi
+    fi
+    if [[ -s "$L/verl/single_turn/train.parquet" && -s "$L/verl/single_turn/val.parquet" ]]; then
+        echo "startup: single-turn rows in $L/verl/single_turn (made earlier)"
+    else
+        tcobalt make-verl-data --kind single-turn --train "$L/problems/train.jsonl" --val "$L/problems/heldout.jsonl" \
+            --out-dir "$L/verl/single_turn" --tokenizer "$model" --max-prompt-tokens "$PROMPT_TOKENS" --no-progress
+    fi
+    for v in "${variants[@]}"; do
+        local log evaluator=ray extra=()
+        log="$(startup_log "$v")"
+        if grep -Eq 'Training Progress:.*\| *1/1 \[' "$log" 2>/dev/null; then
+            echo "startup: $v: first step done in an earlier call ($log); not run again"; continue
+        fi
+        case "$v" in
+            embedded) evaluator=embedded ;;
+            ref) extra=(actor_rollout_ref.actor.use_kl_loss=True actor_rollout_ref.actor.kl_loss_coef=0.001) ;;
+            workers) extra=(data.dataloader_num_workers=8) ;;
+        esac
+        echo "=== $(date -u +%H:%M:%S) startup: variant $v (log $log)"
+        rm -f "$log"   # a new attempt: the start-up is timed from this attempt's markers alone
+        rc=0
+        launch "$STARTUP_SCRIPT" "$model" single_turn "$L/runs/startup-$v" "startup-$v" "$evaluator" \
+            "${LEARN_STARTUP_TIMEOUT:-420}" "$log" trainer.total_training_steps=1 trainer.val_before_train=False \
+            trainer.test_freq=-1 trainer.save_freq=-1 "${extra[@]}" > /dev/null || rc=$?
+        echo "startup: variant $v rc $rc$([[ $rc == 124 || $rc == 137 ]] && echo " (timed out after ${LEARN_STARTUP_TIMEOUT:-420} s)")"
+        [[ $rc == 0 ]] || { failed+=("$v"); tail -n 30 "$log" || true; }
+    done
+    stop_ray
+    local runs=() names=()
+    for v in "${variants[@]}"; do
+        [[ -f "$(startup_log "$v")" ]] && { runs+=("$v=$(startup_log "$v")"); names+=("startup_$v.log"); }
+    done
+    mkdir -p "$L/startup-report"
+    "$PYTHON" - "$L/startup-report" "${runs[@]}" <<'PY'
+import sys
+from pathlib import Path
+
+from cobalt.verl_plugin.train_report import startup_phases, write_startup
+
+runs = {}
+for pair in sys.argv[2:]:
+    name, log = pair.split("=", 1)
+    try:
+        runs[name] = startup_phases(log)
+    except ValueError as exc:   # a dry run, or a run cut before ray start: said so in its table
+        runs[name] = str(exc)
+print(write_startup(Path(sys.argv[1]), runs))
+PY
+    cp "$L/startup-report/startup.md" "$OUT/startup.md"
+    [[ ${#names[@]} == 0 ]] || tar -C "$L/logs" -czf "$OUT/startup_logs.tar.gz" "${names[@]}"
+    [[ "$DRY" == 1 ]] && echo "DRY RUN: verl's config check only; no start-up was timed"
+    [[ ${#failed[@]} == 0 ]] || { echo "startup: failed: ${failed[*]} (rc above; logs in startup_logs.tar.gz)"; return 1; }
+}
+
 IFS=',' read -r -a chosen <<< "$STEPS"
 for s in "${chosen[@]}"; do
     case "$s" in
         problems) fn=do_problems ;; warm) fn=do_warm ;; base-train) fn=do_base_train ;; gate) fn=do_gate ;;
         data) fn=do_data ;; train) fn=do_train ;; merge) fn=do_merge ;; eval-base) fn=do_eval_base ;;
-        eval-trained) fn=do_eval_trained ;; report) fn=do_report ;;
+        eval-trained) fn=do_eval_trained ;; report) fn=do_report ;; startup) fn=do_startup ;;
         *) echo "learn.sh: unknown step '$s'" >&2; exit 2 ;;
     esac
     step "learn-$s" "learn_$([[ $s == train ]] && echo "train_$RUN_NAME" || echo "$s").log" "$fn"

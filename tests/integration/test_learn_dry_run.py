@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -118,7 +121,85 @@ def test_bad_flags():
 def test_device_run_routes_learning_steps(tmp_path):
     env_file = tmp_path / "env.sh"
     env_file.write_text(f"export PYTHON={sys.executable}\n")
+    env = {**os.environ, "ENV_FILE": str(env_file), "OUT": str(tmp_path / "out"), "WORK": str(tmp_path / "work")}
     proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu" / "device_run.sh"), "learn-nonsense"],
-                          env={**os.environ, "ENV_FILE": str(env_file), "OUT": str(tmp_path / "out")},
-                          capture_output=True, text=True, timeout=60)
+                          env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0 and "unknown learning step 'learn-nonsense'" in proc.stderr
+    # learn-startup reaches learn.sh's startup step, which refuses the bad variant before anything starts
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu" / "device_run.sh"), "learn-startup"],
+                          env={**env, "LEARN_STARTUP_VARIANTS": "bogus", "STOP_RAY": "0"},
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    assert "unknown variant 'bogus'" in proc.stdout
+    assert re.search(r"^learn-startup +rc=2 ", (tmp_path / "out" / "summary.log").read_text(), re.M)
+
+
+def config_value(log: str, key: str) -> list[str]:
+    """Every value of KEY in a composed config printed into LOG (YAML lines 'key: value')."""
+    return re.findall(rf"^\s*{key}: (.*)$", log, re.M)
+
+
+def test_startup_variants_compose_their_configs(tmp_path):
+    start = time.monotonic()
+    out, logs = tmp_path / "out", tmp_path / "work" / "learn" / "logs"
+    proc = learn(tmp_path, "--out", str(out), "--dry-run", "--steps", "startup",
+                 LEARN_STARTUP_VARIANTS="embedded,ref,workers")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    model = tmp_path / "work" / "learn" / "startup-model"   # no warm start: a random tiny model of the experiment's size
+    config = json.loads((model / "config.json").read_text())
+    assert (config["hidden_size"], config["num_hidden_layers"]) == (256, 4)
+    expected = {  # variant: (evaluator, use_kl_loss, dataloader workers)
+        "embedded": ("embedded", "false", "0"), "ref": ("ray", "true", "0"), "workers": ("ray", "false", "8")}
+    for variant, (evaluator, kl, workers) in expected.items():
+        log = (logs / f"startup_{variant}.log").read_text()
+        assert "All configuration checks passed" in log, variant
+        assert config_value(log, "COBALT_EVALUATOR") == [evaluator], variant
+        assert config_value(log, "use_kl_loss") == [kl], variant
+        assert config_value(log, "dataloader_num_workers") == [workers], variant
+        assert "1" in config_value(log, "total_training_steps"), variant
+        for key, value in (("val_before_train", "false"), ("test_freq", "-1"), ("save_freq", "-1"),
+                           ("experiment_name", f"startup-{variant}"),
+                           ("default_local_dir", str(tmp_path / "work" / "learn" / "runs" / f"startup-{variant}" / "checkpoints"))):
+            assert value in config_value(log, key), (variant, key)
+        assert f"  path: {model}" in log, variant
+        assert "single_turn/train.parquet" in log, variant
+    assert config_value((logs / "startup_ref.log").read_text(), "kl_loss_coef") == ["0.001"]
+    table = (out / "startup.md").read_text()
+    assert table.count("no start-up marker") == 3 and "### workers" in table
+    with tarfile.open(out / "startup_logs.tar.gz") as tar:
+        assert sorted(tar.getnames()) == ["startup_embedded.log", "startup_ref.log", "startup_workers.log"]
+    assert "DRY RUN: verl's config check only" in (out / "learn_startup.log").read_text()
+
+    # A rerun: the warm start wins over the tiny model, earlier problems and rows are kept, and a
+    # variant whose first step is done is not run again.
+    shutil.copytree(model, tmp_path / "work" / "learn" / "base")
+    (logs / "startup_embedded.log").write_text("Training Progress: 100%|##########| 1/1 [00:12<00:00, 12.0s/it]\n")
+    proc = learn(tmp_path, "--out", str(tmp_path / "out2"), "--dry-run", "--steps", "startup",
+                 LEARN_STARTUP_VARIANTS="embedded,base")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "startup: embedded: first step done in an earlier call" in proc.stdout
+    assert "make-synthetic:" not in proc.stdout and "problems: " in proc.stdout
+    assert "(made earlier)" in proc.stdout and "single-turn rows in" in proc.stdout
+    base_log = (logs / "startup_base.log").read_text()
+    assert f"  path: {tmp_path / 'work' / 'learn' / 'base'}" in base_log
+    assert config_value(base_log, "COBALT_EVALUATOR") == ["ray"] and config_value(base_log, "use_kl_loss") == ["false"]
+
+    # A variant cut by its deadline is reported, the next one still runs, and the step fails.
+    proc = learn(tmp_path, "--out", str(tmp_path / "out3"), "--dry-run", "--steps", "startup",
+                 LEARN_STARTUP_VARIANTS="ref,workers", LEARN_STARTUP_TIMEOUT="1")
+    assert proc.returncode == 1
+    assert "startup: variant ref rc 124 (timed out after 1 s)" in proc.stdout
+    assert "startup: variant workers rc 124" in proc.stdout and "startup: failed: ref workers" in proc.stdout
+    assert re.search(r"^learn-startup +rc=1 ", (tmp_path / "out3" / "summary.log").read_text(), re.M)
+    assert (tmp_path / "out3" / "startup.md").is_file()
+    print(f"startup dry runs: {time.monotonic() - start:.0f} s")
+
+
+def test_an_unknown_startup_variant_stops_before_anything_starts(tmp_path):
+    proc = learn(tmp_path, "--out", str(tmp_path / "out"), "--dry-run", "--steps", "startup",
+                 LEARN_STARTUP_VARIANTS="embedded,fast,ref")
+    assert proc.returncode == 1
+    assert "startup: unknown variant 'fast' in LEARN_STARTUP_VARIANTS; the variants are base, embedded, ref, workers" \
+        in proc.stdout
+    assert not (tmp_path / "work" / "learn" / "problems").exists()
+    assert not list((tmp_path / "work" / "learn" / "logs").glob("startup_*"))
