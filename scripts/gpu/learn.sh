@@ -13,7 +13,7 @@
 #     base-train  base rollouts on the training instances (4 samples, 2 repair turns, seed 0), eval
 #     gate        base turn-0 Pass@1 on the training instances must lie in [0.2, 0.7], else stop
 #     data        build-prompts + make-verl-data (Cobalt rows; single-turn rows; held-out validation)
-#     train       the run's script, 16 prompts x 8 samples, 16 steps, lr 1e-4, greedy validation on
+#     train       the run's script, 16 prompts x 8 samples, 5 steps, lr 1e-4, greedy validation on
 #                 the 200 held-out prompts every 5 steps; resumes from its last checkpoint (every
 #                 5 steps), so a call cut by its time limit is finished by the next
 #     merge       scripts/gpu/merge_fp32.py: the last checkpoint -> $WORK/learn/trained-<run> (fp32)
@@ -35,8 +35,8 @@
 #   ROLLOUT_ENGINE [vllm; transformers with --dry-run], LEARN_TRAIN_TIMEOUT [560] seconds for one
 #   training call, LEARN_EVALUATOR [ray; embedded: the reward workers run the sandbox themselves and
 #   no Ray Serve app starts], LEARN_GATE_LOW / LEARN_GATE_HIGH [0.2 / 0.7], LEARN_WARM_STEPS [1500],
-#   LEARN_STEPS [16] training steps, LEARN_PROMPT_TOKENS [1536] the longest prompt kept (verl pads
-#   every sequence to it plus the response length), LEARN_STARTUP_VARIANTS / LEARN_STARTUP_TIMEOUT
+#   LEARN_STEPS [5] training steps (the reported run), LEARN_PROMPT_TOKENS [1536] the longest prompt
+#   kept (verl pads every sequence to it plus the response length), LEARN_STARTUP_VARIANTS / LEARN_STARTUP_TIMEOUT
 #   [embedded,ref / 420] the startup step's variants and seconds for each, EXTRA_OVERRIDES (Hydra overrides after the experiment's own).
 set -eo pipefail
 
@@ -83,7 +83,7 @@ fi
 BASE="$L/base"
 TRAINED="$L/trained-$RUN_NAME"
 RUN_DIR="$L/runs/$RUN_NAME"
-TOTAL_STEPS="${LEARN_STEPS:-16}"
+TOTAL_STEPS="${LEARN_STEPS:-5}"
 # Longest prompt the bandit data keeps (the base rollouts' longest was 1,352 tokens): verl pads every
 # sequence to this plus the response length, so it sets the actor's cost per step.
 PROMPT_TOKENS="${LEARN_PROMPT_TOKENS:-1536}"

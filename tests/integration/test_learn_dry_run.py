@@ -73,7 +73,7 @@ def test_training_config_carries_the_experiments_settings(dry):
     tmp, _, _ = dry
     log = (tmp / "out" / "learn_train_cobalt.log").read_text()
     assert "All configuration checks passed" in log
-    for line in ("lr: 0.0001", "use_kl_loss: false", "train_batch_size: 16", "total_training_steps: 16", "max_prompt_length: 1536",
+    for line in ("lr: 0.0001", "use_kl_loss: false", "train_batch_size: 16", "total_training_steps: 5", "max_prompt_length: 1536",
                  "test_freq: 5", "dataloader_num_workers: 0", "filter_overlong_prompts: false",
                  "ppo_max_token_len_per_gpu: 16384", "val_before_train: true", "'n': 8"):
         assert line in log, line
