@@ -71,8 +71,12 @@ def test_ctrl_c_in_rollout_flushes_exits_130_and_the_rerun_resumes(tmp_path, pro
     output = tmp_path / "out.jsonl"
     with OpenAIServer(responder=responder, delay=0.5) as server:
         argv = _rollout_args(server.base_url, problems_file, output)
+        # a terminal's Ctrl-C: SIGINT at its default even when the suite itself runs in the background
+        # (a shell without job control starts background commands with SIGINT ignored, and so would
+        # the child be, which then finishes the whole run)
         proc = subprocess.Popen([sys.executable, "-m", "cobalt", *argv], cwd=REPO, env=ENV, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 120
         while not _lines(output) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
