@@ -39,6 +39,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class _HeadExited(RuntimeError):
+    """``ray start --head`` exited before it came up."""
+
+
 class RayCluster:
     """One single-node Ray cluster owned by the caller; use as a context manager."""
 
@@ -63,9 +67,36 @@ class RayCluster:
         """Environment for a subprocess (``serve run``, a CLI) that must use this cluster."""
         return {**os.environ, "RAY_ADDRESS": self.address, **extra}
 
-    def start(self) -> "RayCluster":
-        """Start the head (and Serve); raise with the head's log when it does not come up."""
+    def start(self, attempts: int = 3) -> "RayCluster":
+        """Start the head (and Serve); raise with the head's log when it does not come up.
+
+        A head that exits at once is started again on fresh ports (up to ``attempts``
+        times): Ray draws some of its components' ports at random, and one of them can
+        be a port chosen here ("... is used by other components").
+        """
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        for attempt in range(1, attempts + 1):
+            try:
+                self._start_head()
+                break
+            except _HeadExited:
+                self.stop()
+                if attempt == attempts:
+                    raise
+                self.port = free_port()
+                self.address = f"127.0.0.1:{self.port}"
+            except BaseException:
+                self.stop()
+                raise
+        try:
+            if self.serve:
+                self._start_serve()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start_head(self) -> None:
         # short: Ray's unix socket paths under the temp dir have a length limit
         self.temp_dir = tempfile.mkdtemp(prefix="cobalt-ray-", dir="/tmp")
         log_path = self.log_dir / "ray_head.log"
@@ -77,18 +108,13 @@ class RayCluster:
                  f"--ray-client-server-port={free_port()}", f"--temp-dir={self.temp_dir}", "--disable-usage-stats"],
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                 env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
-        try:
-            deadline = time.monotonic() + self.start_timeout_s
-            while READY not in log_path.read_text(errors="replace"):
-                if self._head.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"ray start --head did not come up:\n{log_path.read_text(errors='replace')[-3000:]}")
-                time.sleep(0.5)
-            if self.serve:
-                self._start_serve()
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        deadline = time.monotonic() + self.start_timeout_s
+        while READY not in log_path.read_text(errors="replace"):
+            if self._head.poll() is not None:
+                raise _HeadExited(f"ray start --head did not come up:\n{log_path.read_text(errors='replace')[-3000:]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"ray start --head did not come up:\n{log_path.read_text(errors='replace')[-3000:]}")
+            time.sleep(0.5)
 
     def _start_serve(self) -> None:
         self.http_port = free_port()
