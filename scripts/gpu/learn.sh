@@ -345,16 +345,10 @@ do_startup() {
 import sys
 from pathlib import Path
 
-from cobalt.verl_plugin.train_report import startup_phases, write_startup
+from cobalt.verl_plugin.train_report import startup_breakdowns, write_startup
 
-runs = {}
-for pair in sys.argv[2:]:
-    name, log = pair.split("=", 1)
-    try:
-        runs[name] = startup_phases(log)
-    except ValueError as exc:   # a dry run, or a run cut before ray start: said so in its table
-        runs[name] = str(exc)
-print(write_startup(Path(sys.argv[1]), runs))
+logs = dict(pair.split("=", 1) for pair in sys.argv[2:])
+print(write_startup(Path(sys.argv[1]), startup_breakdowns(logs)))
 PY
     cp "$L/startup-report/startup.md" "$OUT/startup.md"
     [[ ${#names[@]} == 0 ]] || tar -C "$L/logs" -czf "$OUT/startup_logs.tar.gz" "${names[@]}"

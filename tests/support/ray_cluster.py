@@ -52,10 +52,14 @@ class RayCluster:
         self.serve = serve
         self.start_timeout_s = start_timeout_s
         self.port = free_port()
-        self.address = f"127.0.0.1:{self.port}"
         self.http_port: int | None = None
         self.temp_dir: str | None = None
         self._head: subprocess.Popen | None = None
+
+    @property
+    def address(self) -> str:
+        """The head's GCS address (``ray start --port``)."""
+        return f"127.0.0.1:{self.port}"
 
     @property
     def http_url(self) -> str:
@@ -84,7 +88,6 @@ class RayCluster:
                 if attempt == attempts:
                     raise
                 self.port = free_port()
-                self.address = f"127.0.0.1:{self.port}"
             except BaseException:
                 self.stop()
                 raise

@@ -265,8 +265,9 @@ def startup_phases(path: str | Path) -> list[Phase]:
     start = None
     for label, marker in START_MARKERS.items():
         index = _first(lines, marker)
-        if index is not None and nearest_time(times, index) is not None:
-            start = Phase(f"start ({label})", nearest_time(times, index))
+        at = nearest_time(times, index) if index is not None else None
+        if at is not None:
+            start = Phase(f"start ({label})", at)
             break
     if start is None:
         raise ValueError(f"{path}: no start-up marker (ray start's 'Local node IP' or the trainer's "
@@ -308,6 +309,18 @@ def startup_markdown(name: str, phases: Sequence[Phase] | str) -> str:
         rows.append(f"| {p.name} | {p.since} | {at} | {seconds} | {since} |")
     rows.append(f"| **start to first step** | | | | **{_seconds(startup_total(phases))}** |")
     return "\n".join(rows) + "\n"
+
+
+def startup_breakdowns(logs: Mapping[str, str | Path]) -> dict[str, list[Phase] | str]:
+    """{run: its start-up phases, or why there are none (said on stderr too)} for ``{run: console log}``."""
+    out: dict[str, list[Phase] | str] = {}
+    for name, log in logs.items():
+        try:
+            out[name] = startup_phases(log)
+        except ValueError as exc:  # a dry run, or a run cut before its start: its table says so
+            print(f"train-report: {exc}; no start-up breakdown of run {name}", file=sys.stderr)
+            out[name] = str(exc)
+    return out
 
 
 def write_startup(out: Path, runs: Mapping[str, Sequence[Phase] | str]) -> str:
@@ -354,13 +367,7 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     columns = write_csv(out / f"{REPORT_STEM}.csv", runs)
     plot(out / f"{REPORT_STEM}.png", runs, args.title)
-    startups: dict[str, list[Phase] | str] = {}
-    for name, log in logs.items():
-        try:
-            startups[name] = startup_phases(log)
-        except ValueError as exc:
-            print(f"train-report: {exc}; no start-up breakdown of run {name}", file=sys.stderr)
-            startups[name] = str(exc)
+    startups = startup_breakdowns(logs)
     for name, steps in runs.items():
         acc = [(s, v["val/acc"]) for s, v in sorted(steps.items()) if "val/acc" in v]
         print(f"{name}: {len(steps)} steps; validation accuracy " + (", ".join(f"step {s}: {a:.3f}" for s, a in acc)
